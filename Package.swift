@@ -1,0 +1,180 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings shared by every Herald target.
+let swiftSettings: [SwiftSetting] = [
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0335-existential-any.md
+    .enableUpcomingFeature("ExistentialAny"),
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0444-member-import-visibility.md
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald-api", targets: ["herald-api"]),
+        .executable(name: "herald-sms-worker", targets: ["herald-sms-worker"]),
+        .executable(name: "herald-admin", targets: ["herald-admin"]),
+        .executable(name: "herald-bench", targets: ["herald-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+    ],
+    targets: [
+        // Pure domain: no I/O, no logging. Time comes in, decisions go out.
+        .target(
+            name: "HeraldCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+
+        // C libraries from Debian, each with a header of static-inline shims for variadic calls.
+        .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Adapters: the only code that touches each C library.
+        .target(
+            name: "HeraldAMQP",
+            dependencies: [
+                "CRabbitMQ", "HeraldCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldCurl",
+            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldStore",
+            dependencies: ["CSQLite", "HeraldCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldChannels",
+            dependencies: ["HeraldCore", "HeraldCurl", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
+        // Boot shared by every executable: configuration, logging, metrics, health endpoints.
+        .target(
+            name: "HeraldRuntime",
+            dependencies: [
+                "HeraldCore", "Yams",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Processes' insides.
+        .target(
+            name: "HeraldAPI",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldAMQP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldWorker",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldAMQP", "HeraldChannels",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Executables: one small @main file each.
+        .executableTarget(
+            name: "herald-api",
+            dependencies: [
+                "HeraldAPI", "HeraldRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald-sms-worker",
+            dependencies: [
+                "HeraldWorker", "HeraldChannels", "HeraldRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald-admin",
+            dependencies: [
+                "HeraldCore", "HeraldAMQP", "HeraldStore", "HeraldRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald-bench",
+            dependencies: [
+                "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Fakes and helpers shared by tests and the benchmark.
+        .target(
+            name: "HeraldTesting",
+            dependencies: [
+                "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // test targets
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldRuntimeTests", dependencies: ["HeraldRuntime", "HeraldCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldAMQPTests", dependencies: ["HeraldAMQP", "HeraldTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldCurlTests", dependencies: ["HeraldCurl", "HeraldTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldAPITests",
+            dependencies: [
+                "HeraldAPI", "HeraldTesting", "HeraldStore",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldWorkerTests",
+            dependencies: ["HeraldWorker", "HeraldChannels", "HeraldTesting", "HeraldStore"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,5 @@
+// SQLite (Debian libsqlite3-dev, 3.40: UPSERT and RETURNING available).
+#include <sqlite3.h>
+
+// SQLITE_TRANSIENT is a cast macro Swift cannot import: it tells SQLite to copy bound values.
+static inline sqlite3_destructor_type herald_sqlite_transient(void) { return SQLITE_TRANSIENT; }

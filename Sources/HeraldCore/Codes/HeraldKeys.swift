@@ -1,0 +1,22 @@
+import Crypto
+import Foundation
+
+/// The secrets derived from `codes.sealingKey`: one key to seal codes inside jobs (AES-GCM) and one to
+/// hash codes at rest (HMAC-SHA256). Both processes that share the sealing key derive the same pair, and
+/// neither derived key is ever the raw configured key.
+public struct HeraldKeys: Sendable {
+    /// Seals one-time codes and links inside job bodies.
+    public let sealing: SymmetricKey
+    /// Keys the hash under which codes are stored.
+    public let codeHashing: SymmetricKey
+
+    /// Derives both keys from 32 bytes of key material.
+    public init(master: Data) {
+        let material = SymmetricKey(data: master)
+        let salt = Data("herald".utf8)
+        self.sealing = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: material, salt: salt, info: Data("herald/seal/v1".utf8), outputByteCount: 32)
+        self.codeHashing = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: material, salt: salt, info: Data("herald/code-hash/v1".utf8), outputByteCount: 32)
+    }
+}

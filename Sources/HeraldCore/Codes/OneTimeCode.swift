@@ -1,0 +1,41 @@
+import Crypto
+import Foundation
+
+/// One-time codes: drawn from the CSPRNG, stored only as a keyed hash, compared in constant time.
+public enum OneTimeCode {
+    /// `length` decimal digits, uniformly random; leading zeros are allowed.
+    public static func generate(length: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<length).map { _ in Character(String(Int.random(in: 0...9, using: &generator))) })
+    }
+
+    /// HMAC-SHA256 of the code bound to its session, so equal codes in two sessions hash differently
+    /// and a leaked table cannot be reversed without the key.
+    public static func hash(_ code: String, session: String, key: SymmetricKey) -> Data {
+        var message = Data(session.utf8)
+        message.append(0)
+        message.append(contentsOf: code.utf8)
+        return Data(HMAC<SHA256>.authenticationCode(for: message, using: key))
+    }
+
+    /// True when `code` hashes to `storedHash`; the comparison takes the same time wherever they differ.
+    public static func matches(_ code: String, session: String, storedHash: Data, key: SymmetricKey) -> Bool {
+        var message = Data(session.utf8)
+        message.append(0)
+        message.append(contentsOf: code.utf8)
+        return HMAC<SHA256>.isValidAuthenticationCode(storedHash, authenticating: message, using: key)
+    }
+
+    /// True when `text` is exactly `length` ASCII digits (test-number codes, submitted codes).
+    public static func isWellFormed(_ text: String, length: Int) -> Bool {
+        text.count == length && text.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+}
+
+/// Constant-time equality for secrets that are not HMACs (API tokens, hashes).
+public func constantTimeEquals(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
+    guard lhs.count == rhs.count else { return false }
+    var difference: UInt8 = 0
+    for (a, b) in zip(lhs, rhs) { difference |= a ^ b }
+    return difference == 0
+}

@@ -1,0 +1,39 @@
+import Crypto
+import Foundation
+
+/// Seals secrets that must travel through the broker (codes, links) with AES-GCM, bound to the job id,
+/// so queues and dead-letter queues never hold a usable code and a sealed value cannot be moved to
+/// another job.
+public struct Sealer: Sendable {
+    /// Why a sealed value could not be opened.
+    public enum OpenError: Error, Equatable {
+        /// Not base64, too short, or the tag did not verify (wrong key, wrong job, tampered).
+        case invalid
+    }
+
+    private let key: SymmetricKey
+
+    public init(key: SymmetricKey) {
+        self.key = key
+    }
+
+    /// `nonce ‖ ciphertext ‖ tag`, base64.
+    public func seal(_ secret: String, jobID: UUID) -> String {
+        // AES-GCM with a fresh random nonce cannot fail for a 256-bit key.
+        let box = try! AES.GCM.seal(Data(secret.utf8), using: key, authenticating: Data(jobID.uuidString.lowercased().utf8))
+        return box.combined!.base64EncodedString()
+    }
+
+    /// The secret sealed for `jobID`.
+    public func open(_ sealed: String, jobID: UUID) throws(OpenError) -> String {
+        do {
+            guard let data = Data(base64Encoded: sealed) else { throw OpenError.invalid }
+            let box = try AES.GCM.SealedBox(combined: data)
+            let plain = try AES.GCM.open(box, using: key, authenticating: Data(jobID.uuidString.lowercased().utf8))
+            guard let text = String(data: plain, encoding: .utf8) else { throw OpenError.invalid }
+            return text
+        } catch {
+            throw .invalid
+        }
+    }
+}

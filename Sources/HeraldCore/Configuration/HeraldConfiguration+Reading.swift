@@ -1,0 +1,285 @@
+import Foundation
+
+extension HeraldConfiguration {
+    /// Placeholders an SMS text may use.
+    public static let smsTextPlaceholders: Set<String> = ["code", "app", "minutes"]
+    /// Placeholders a gateway request body may use.
+    public static let gatewayBodyPlaceholders: Set<String> = ["to", "body", "reference", "expiresAt", "project"]
+    /// Default gateway body: JSON, escaped as JSON strings.
+    public static let defaultGatewayBody = #"{"to":"{{to}}","body":"{{body}}","reference":"{{reference}}"}"#
+    /// Default message texts.
+    public static let defaultSMSTexts = [
+        "verification": "{{code}} is your verification code for {{app}}.",
+        "mfa": "{{code}} is your second-factor code for {{app}}.",
+    ]
+
+    /// Reads and validates every key; throws `ConfigError` naming the first bad or unknown key.
+    public init(reader root: ConfigReader) throws {
+        let http = try root.section("http")
+        self.http = HTTP(
+            host: try http.string("host", default: "127.0.0.1"),
+            port: try http.int("port", default: 9099, in: 0...65535),
+            trustedProxies: try http.stringList("trustedProxies", default: []))
+        try http.finish()
+
+        let state = try root.section("state")
+        self.state = State(dir: try state.string("dir", default: ".herald"))
+        guard self.state.dir.isEmpty == false else { throw state.fail("dir", "must not be empty") }
+        try state.finish()
+
+        let amqp = try root.section("amqp")
+        let url = try amqp.string("url", default: "amqp://guest:guest@127.0.0.1:5672/%2f")
+        guard AMQPEndpoint(url: url) != nil else {
+            throw amqp.fail("url", "must be an amqp://user:password@host:port/vhost URL (amqps:// is not supported yet)")
+        }
+        let exchange = try amqp.string("exchange", default: "herald")
+        guard exchange.isEmpty == false, exchange.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            throw amqp.fail("exchange", "must be letters, digits, '.', '_' or '-' (got '\(exchange)')")
+        }
+        self.amqp = AMQP(
+            url: url, exchange: exchange,
+            queueType: try amqp.choice("queueType", ["quorum", "classic"], default: "quorum"),
+            prefetch: try amqp.int("prefetch", default: 32, in: 1...2000),
+            heartbeat: try amqp.duration("heartbeat", default: .seconds(30), in: .zero ... .seconds(600)),
+            deliveryLimit: try amqp.int("deliveryLimit", default: 10, in: 1...1000),
+            publishTimeout: try amqp.duration("publishTimeout", default: .seconds(5), in: .milliseconds(100) ... .seconds(60)),
+            connectTimeout: try amqp.duration("connectTimeout", default: .seconds(5), in: .milliseconds(100) ... .seconds(60)))
+        try amqp.finish()
+
+        let store = try root.section("store")
+        self.store = Store(url: try store.string("url", default: "sqlite:.herald/herald.sqlite"))
+        if self.store.url.hasPrefix("postgres://") || self.store.url.hasPrefix("postgresql://") {
+            throw store.fail("url", "the PostgreSQL store is not available in this version yet; use sqlite:<path>")
+        }
+        guard self.store.url.hasPrefix("sqlite:"), self.store.url.count > "sqlite:".count else {
+            throw store.fail("url", "must be sqlite:<path> (got '\(self.store.url)')")
+        }
+        try store.finish()
+
+        let codes = try root.section("codes")
+        self.codes = Codes(sealingKey: try codes.base64Key("sealingKey", byteCount: 32))
+        try codes.finish()
+
+        let tokens = try root.section("tokens")
+        self.tokens = Tokens(
+            signingKeyFile: try tokens.optionalString("signingKeyFile"),
+            idTokenTTL: try tokens.duration("idTokenTTL", default: .seconds(3600), in: .seconds(60) ... .seconds(86_400)))
+        try tokens.finish()
+
+        self.devMode = try root.bool("devMode", default: false)
+
+        let logging = try root.section("logging")
+        self.logging = Logging(
+            level: try logging.choice(
+                "level", ["trace", "debug", "info", "notice", "warning", "error", "critical"], default: "info"),
+            format: try logging.choice("format", ["json", "text"], default: "json"))
+        try logging.finish()
+
+        let admin = try root.section("admin")
+        self.admin = Admin(tokens: try admin.stringList("tokens", default: []))
+        try admin.finish()
+
+        guard let projectReaders = try root.sectionList("projects"), projectReaders.isEmpty == false else {
+            throw root.fail("projects", "at least one project is required")
+        }
+        self.projects = try projectReaders.map(Project.init(reader:))
+        var seenIDs: Set<String> = []
+        var seenKeys: [String: String] = [:]
+        for (index, project) in projects.enumerated() {
+            guard seenIDs.insert(project.id).inserted else {
+                throw ConfigError(key: "projects[\(index)].id", problem: "duplicate project id '\(project.id)'")
+            }
+            for key in project.apiKeys {
+                if let other = seenKeys[key] {
+                    throw ConfigError(key: "projects[\(index)].apiKeys", problem: "an API key is already used by project '\(other)'")
+                }
+                seenKeys[key] = project.id
+            }
+        }
+
+        let limits = try root.section("limits")
+        self.limits = Limits(
+            perNumber: try limits.rateList("perNumber", default: [RatePolicy(limit: 5, period: .seconds(3600)), RatePolicy(limit: 10, period: .seconds(86_400))]),
+            perIP: try limits.rateList("perIP", default: [RatePolicy(limit: 50, period: .seconds(60)), RatePolicy(limit: 500, period: .seconds(3600))]),
+            perProject: try limits.rateList("perProject", default: [RatePolicy(limit: 1000, period: .seconds(60))]),
+            perCountry: try limits.rateList("perCountry", default: []),
+            perPrefix: try limits.rateList("perPrefix", default: []),
+            checksPerNumber: try limits.rateList("checksPerNumber", default: [RatePolicy(limit: 20, period: .seconds(3600))]))
+        try limits.finish()
+
+        let sms = try root.section("sms")
+        let provider = try sms.choice("provider", ["http", "console"], default: "http")
+        let gateway = try sms.section("http")
+        let gatewayURL = try gateway.optionalString("url")
+        if let gatewayURL, gatewayURL.hasPrefix("http://") == false && gatewayURL.hasPrefix("https://") == false {
+            throw gateway.fail("url", "must be an http:// or https:// URL")
+        }
+        let contentType = try gateway.string("contentType", default: "application/json")
+        let bodyText = try gateway.optionalString("bodyTemplate") ?? Self.defaultGatewayBody
+        let bodyTemplate: Template
+        do {
+            bodyTemplate = try Template(bodyText, allowed: Self.gatewayBodyPlaceholders)
+        } catch {
+            throw gateway.fail("bodyTemplate", error.problem)
+        }
+        let httpGateway = SMS.HTTPGateway(
+            url: gatewayURL, headers: try gateway.stringMap("headers"), bodyTemplate: bodyTemplate,
+            contentType: contentType,
+            timeout: try gateway.duration("timeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)),
+            rate: try gateway.rate("rate", default: RatePolicy(limit: 100, period: .seconds(1)))!)
+        try gateway.finish()
+        if provider == "http", httpGateway.url == nil {
+            throw sms.fail("http.url", "is required when sms.provider is http")
+        }
+        var texts: [String: Template] = [:]
+        let configuredTexts = try sms.stringMap("templates")
+        for (name, text) in Self.defaultSMSTexts.merging(configuredTexts, uniquingKeysWith: { $1 }) {
+            guard Self.defaultSMSTexts[name] != nil else {
+                throw ConfigError(key: sms.keyPath("templates") + ".\(name)", problem: "unknown template (known: mfa, verification)")
+            }
+            do {
+                texts[name] = try Template(text, allowed: Self.smsTextPlaceholders)
+            } catch {
+                throw ConfigError(key: sms.keyPath("templates") + ".\(name)", problem: error.problem)
+            }
+        }
+        self.sms = SMS(provider: provider, http: httpGateway, templates: texts)
+        try sms.finish()
+
+        let email = try root.section("email")
+        let smtp = try email.section("smtp")
+        self.email = Email(
+            from: try email.string("from", default: "Herald <no-reply@localhost>"),
+            smtpURL: try smtp.string("url", default: "smtp://127.0.0.1:1025"),
+            smtpUsername: try smtp.optionalString("username"),
+            smtpPassword: try smtp.optionalString("password"),
+            requireTLS: try smtp.bool("requireTLS", default: false),
+            heloName: try smtp.string("heloName", default: "localhost"),
+            timeout: try smtp.duration("timeout", default: .seconds(30), in: .seconds(1) ... .seconds(600)))
+        guard ["smtp://", "smtps://"].contains(where: self.email.smtpURL.hasPrefix) else {
+            throw smtp.fail("url", "must be an smtp:// or smtps:// URL")
+        }
+        try smtp.finish()
+        try email.finish()
+
+        let push = try root.section("push")
+        let apns = try push.section("apns")
+        self.push = Push(
+            apnsURL: try apns.optionalString("url"), caFile: try apns.optionalString("caFile"),
+            keyId: try apns.optionalString("keyId"), teamId: try apns.optionalString("teamId"),
+            keyFile: try apns.optionalString("keyFile"),
+            timeout: try apns.duration("timeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)))
+        try apns.finish()
+        try push.finish()
+
+        let workers = try root.section("workers")
+        func worker(_ name: String, concurrency: Int, delays: [Duration], port: Int) throws -> Worker {
+            let section = try workers.section(name)
+            let value = Worker(
+                concurrency: try section.int("concurrency", default: concurrency, in: 1...10_000),
+                retryDelays: try section.durationList("retryDelays", default: delays, in: .milliseconds(100) ... .seconds(86_400)),
+                metricsPort: try section.int("metricsPort", default: port, in: 0...65535),
+                shutdownGrace: try section.duration("shutdownGrace", default: .seconds(25), in: .seconds(1) ... .seconds(600)),
+                retryUncertain: try section.bool("retryUncertain", default: false))
+            guard (1...10).contains(value.retryDelays.count) else {
+                throw section.fail("retryDelays", "must list between 1 and 10 delays")
+            }
+            try section.finish()
+            return value
+        }
+        self.workers = Workers(
+            sms: try worker("sms", concurrency: 64, delays: [.seconds(1), .seconds(5), .seconds(30), .seconds(120)], port: 9101),
+            email: try worker("email", concurrency: 16, delays: [.seconds(5), .seconds(30), .seconds(120), .seconds(600)], port: 9102),
+            push: try worker("push", concurrency: 64, delays: [.seconds(1), .seconds(5), .seconds(30)], port: 9103))
+        try workers.finish()
+
+        if provider == "console", devMode == false {
+            throw sms.fail("provider", "console prints codes to the terminal and needs devMode: true")
+        }
+        try root.finish()
+    }
+}
+
+extension HeraldConfiguration.Project {
+    init(reader: ConfigReader) throws {
+        let id = try reader.string("id", default: "")
+        guard id.isEmpty == false, id.count <= 63, id.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }) else {
+            throw reader.fail("id", "must be 1-63 lowercase letters, digits or '-' (got '\(id)')")
+        }
+        self.id = id
+        self.displayName = try reader.string("displayName", default: id)
+        self.apiKeys = try reader.stringList("apiKeys", default: [])
+        guard apiKeys.isEmpty == false, apiKeys.allSatisfy({ $0.isEmpty == false }) else {
+            throw reader.fail("apiKeys", "at least one non-empty API key is required")
+        }
+        self.authorizedDomains = try reader.stringList("authorizedDomains", default: ["localhost"])
+        self.iosBundleIds = try reader.stringList("iosBundleIds", default: [])
+
+        let phone = try reader.section("phone")
+        let codeLength = try phone.int("codeLength", default: 6, in: 4...10)
+        var testNumbers: [String: String] = [:]
+        for (number, code) in try phone.stringMap("testNumbers") {
+            let key = phone.keyPath("testNumbers") + ".\(number)"
+            guard let parsed = try? PhoneNumber(parsing: number) else {
+                throw ConfigError(key: key, problem: "not a valid E.164 phone number")
+            }
+            guard OneTimeCode.isWellFormed(code, length: codeLength) else {
+                throw ConfigError(key: key, problem: "the code must be exactly \(codeLength) digits (phone.codeLength)")
+            }
+            testNumbers[parsed.e164] = code
+        }
+        guard testNumbers.count <= 10 else { throw phone.fail("testNumbers", "at most 10 test numbers are allowed") }
+        let regions = try phone.section("regions")
+        let allow = try regions.stringList("allow", default: [])
+        let deny = try regions.stringList("deny", default: [])
+        for (name, list) in [("allow", allow), ("deny", deny)] {
+            if let bad = list.first(where: { $0.count != 2 || $0.allSatisfy({ $0.isASCII && $0.isUppercase }) == false }) {
+                throw regions.fail(name, "regions are ISO 3166 two-letter codes such as US or DE (got '\(bad)')")
+            }
+        }
+        guard allow.isEmpty || deny.isEmpty else {
+            throw regions.fail("allow", "set either an allow-list or a deny-list, not both")
+        }
+        try regions.finish()
+        self.phone = Phone(
+            enabled: try phone.bool("enabled", default: true), codeLength: codeLength,
+            codeTTL: try phone.duration("codeTTL", default: .seconds(300), in: .seconds(10) ... .seconds(86_400)),
+            maxCheckAttempts: try phone.int("maxCheckAttempts", default: 5, in: 1...100),
+            resendAfter: try phone.duration("resendAfter", default: .seconds(30), in: .zero ... .seconds(3600)),
+            testNumbers: testNumbers, regions: Regions(allow: allow, deny: deny))
+        try phone.finish()
+
+        let emailLink = try reader.section("emailLink")
+        self.emailLink = EmailLink(
+            enabled: try emailLink.bool("enabled", default: true),
+            linkTTL: try emailLink.duration("linkTTL", default: .seconds(6 * 3600), in: .seconds(60) ... .seconds(7 * 86_400)),
+            actionUrl: try emailLink.string("actionUrl", default: "http://localhost:9099/__/auth/action"),
+            enumerationProtection: try emailLink.bool("enumerationProtection", default: false))
+        try emailLink.finish()
+
+        let apple = try reader.section("apple")
+        self.apple = Apple(
+            enabled: try apple.bool("enabled", default: false),
+            clientIds: try apple.stringList("clientIds", default: []),
+            jwksUrl: try apple.string("jwksUrl", default: "https://appleid.apple.com/auth/keys"))
+        try apple.finish()
+
+        let mfa = try reader.section("mfa")
+        self.mfa = MFA(phone: try mfa.choice("phone", ["enabled", "disabled"], default: "enabled"))
+        try mfa.finish()
+
+        let verification = try reader.section("appVerification")
+        let captcha = try verification.section("captcha")
+        self.appVerification = AppVerification(
+            required: try verification.bool("required", default: true),
+            disabledForTesting: try verification.bool("disabledForTesting", default: false),
+            receiptTTL: try verification.duration("receiptTTL", default: .seconds(3600), in: .seconds(60) ... .seconds(86_400)),
+            pushTTL: try verification.duration("pushTTL", default: .seconds(300), in: .seconds(10) ... .seconds(3600)),
+            captchaVerifyUrl: try captcha.optionalString("verifyUrl"),
+            captchaSecret: try captcha.optionalString("secret"),
+            captchaMinScore: try captcha.double("minScore", default: 0.5, in: 0...1))
+        try captcha.finish()
+        try verification.finish()
+        try reader.finish()
+    }
+}

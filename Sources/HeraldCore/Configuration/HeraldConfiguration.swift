@@ -1,0 +1,241 @@
+import Foundation
+
+/// The whole configuration (config/herald.yaml), validated in full at start-up by every executable.
+///
+/// Each nested type documents its keys; config/herald.yaml carries the same documentation for operators.
+/// Sections for features that do not exist yet are parsed and validated so a file written today keeps
+/// working, and are marked "not yet used" in the file.
+public struct HeraldConfiguration: Sendable {
+    public var http: HTTP
+    public var state: State
+    public var amqp: AMQP
+    public var store: Store
+    public var codes: Codes
+    public var tokens: Tokens
+    /// Enables dev-only behaviour: the console SMS provider and the emulator endpoints.
+    public var devMode: Bool
+    public var logging: Logging
+    public var admin: Admin
+    public var projects: [Project]
+    public var limits: Limits
+    public var sms: SMS
+    public var email: Email
+    public var push: Push
+    public var workers: Workers
+
+    /// `http`: where herald-api listens.
+    public struct HTTP: Sendable {
+        /// Bind address (default 127.0.0.1).
+        public var host: String
+        /// Port (default 9099, the Auth Emulator's, so SDK `useEmulator(host, 9099)` works).
+        public var port: Int
+        /// Proxies whose `X-Forwarded-For` is believed (used by rate limiting).
+        public var trustedProxies: [String]
+    }
+
+    /// `state`: the one directory Herald writes to (generated keys, SQLite file, local broker data).
+    public struct State: Sendable {
+        public var dir: String
+    }
+
+    /// `amqp`: the broker.
+    public struct AMQP: Sendable {
+        public var url: String
+        /// Exchange name; queue names derive from it (`<exchange>.sms`, `<exchange>.sms.dead`, …).
+        public var exchange: String
+        /// `quorum` (default) or `classic` work queues.
+        public var queueType: String
+        /// Unacknowledged deliveries per worker connection.
+        public var prefetch: Int
+        /// Heartbeat interval negotiated with the broker.
+        public var heartbeat: Duration
+        /// Deliveries of one message before the broker dead-letters it as poison (`x-delivery-limit`).
+        public var deliveryLimit: Int
+        /// How long the API waits for a publisher confirm before answering 503.
+        public var publishTimeout: Duration
+        /// TCP connect and login timeout.
+        public var connectTimeout: Duration
+    }
+
+    /// `store`: `sqlite:<path>` (default) or `postgres://…` (not yet supported).
+    public struct Store: Sendable {
+        public var url: String
+    }
+
+    /// `codes`: secrets for one-time codes.
+    public struct Codes: Sendable {
+        /// 32 bytes shared by the API and all workers; nil = generate once into `state.dir`.
+        public var sealingKey: Data?
+    }
+
+    /// `tokens`: ID tokens.
+    public struct Tokens: Sendable {
+        /// PEM RSA private key for RS256 ID tokens; nil = generate once into `state.dir`.
+        public var signingKeyFile: String?
+        public var idTokenTTL: Duration
+    }
+
+    /// `logging`.
+    public struct Logging: Sendable {
+        /// trace, debug, info, notice, warning, error, critical.
+        public var level: String
+        /// `json` (one object per line) or `text`.
+        public var format: String
+    }
+
+    /// `admin`.
+    public struct Admin: Sendable {
+        /// Bearer tokens for admin endpoints (not yet used).
+        public var tokens: [String]
+    }
+
+    /// `projects[]`: one Firebase-style project each, selected by API key.
+    public struct Project: Sendable {
+        public var id: String
+        /// The app's name in message templates (`{{app}}`); defaults to the id.
+        public var displayName: String
+        public var apiKeys: [String]
+        public var authorizedDomains: [String]
+        public var iosBundleIds: [String]
+        public var phone: Phone
+        public var emailLink: EmailLink
+        public var apple: Apple
+        public var mfa: MFA
+        public var appVerification: AppVerification
+
+        /// `projects[].phone`.
+        public struct Phone: Sendable {
+            public var enabled: Bool
+            public var codeLength: Int
+            public var codeTTL: Duration
+            public var maxCheckAttempts: Int
+            /// Reentrant-send window (not yet used).
+            public var resendAfter: Duration
+            /// Fictional numbers (E.164) with fixed codes: no SMS, no job.
+            public var testNumbers: [String: String]
+            /// SMS region policy (not yet used).
+            public var regions: Regions
+        }
+
+        /// `projects[].phone.regions` (not yet used).
+        public struct Regions: Sendable {
+            public var allow: [String]
+            public var deny: [String]
+        }
+
+        /// `projects[].emailLink` (not yet used).
+        public struct EmailLink: Sendable {
+            public var enabled: Bool
+            public var linkTTL: Duration
+            public var actionUrl: String
+            public var enumerationProtection: Bool
+        }
+
+        /// `projects[].apple` (not yet used).
+        public struct Apple: Sendable {
+            public var enabled: Bool
+            public var clientIds: [String]
+            public var jwksUrl: String
+        }
+
+        /// `projects[].mfa` (not yet used).
+        public struct MFA: Sendable {
+            public var phone: String
+        }
+
+        /// `projects[].appVerification` (not yet used).
+        public struct AppVerification: Sendable {
+            public var required: Bool
+            public var disabledForTesting: Bool
+            public var receiptTTL: Duration
+            public var pushTTL: Duration
+            public var captchaVerifyUrl: String?
+            public var captchaSecret: String?
+            public var captchaMinScore: Double
+        }
+    }
+
+    /// `limits` (not yet used): GCRA policies per key kind.
+    public struct Limits: Sendable {
+        public var perNumber: [RatePolicy]
+        public var perIP: [RatePolicy]
+        public var perProject: [RatePolicy]
+        public var perCountry: [RatePolicy]
+        public var perPrefix: [RatePolicy]
+        public var checksPerNumber: [RatePolicy]
+    }
+
+    /// `sms`: provider settings and message texts.
+    public struct SMS: Sendable {
+        /// `http` (generic gateway) or `console` (prints messages; devMode only).
+        public var provider: String
+        public var http: HTTPGateway
+        /// Message texts by template name (`verification`, `mfa`).
+        public var templates: [String: Template]
+
+        /// `sms.http`: the generic HTTP gateway.
+        public struct HTTPGateway: Sendable {
+            public var url: String?
+            public var headers: [String: String]
+            /// Request body; placeholders `{{to}}`, `{{body}}`, `{{reference}}`, `{{expiresAt}}`.
+            public var bodyTemplate: Template
+            /// Content-Type of the body; decides how placeholder values are escaped.
+            public var contentType: String
+            public var timeout: Duration
+            /// Provider throughput (not yet used; enforced by issue 3's throttle).
+            public var rate: RatePolicy
+        }
+    }
+
+    /// `email` (not yet used).
+    public struct Email: Sendable {
+        public var from: String
+        public var smtpURL: String
+        public var smtpUsername: String?
+        public var smtpPassword: String?
+        public var requireTLS: Bool
+        public var heloName: String
+        public var timeout: Duration
+    }
+
+    /// `push` (not yet used).
+    public struct Push: Sendable {
+        public var apnsURL: String?
+        public var caFile: String?
+        public var keyId: String?
+        public var teamId: String?
+        public var keyFile: String?
+        public var timeout: Duration
+    }
+
+    /// `workers`: one block per worker executable.
+    public struct Workers: Sendable {
+        public var sms: Worker
+        public var email: Worker
+        public var push: Worker
+    }
+
+    /// `workers.<type>`.
+    public struct Worker: Sendable {
+        /// Jobs processed at once by one process.
+        public var concurrency: Int
+        /// Delay queues, shortest first; one retry per entry.
+        public var retryDelays: [Duration]
+        /// Port of `/healthz`, `/readyz`, `/metrics` (0 = any free port).
+        public var metricsPort: Int
+        /// On SIGTERM, how long in-flight jobs may take before they are handed back to the broker.
+        public var shutdownGrace: Duration
+        /// Resend when a previous attempt may have reached the provider (risks a duplicate).
+        public var retryUncertain: Bool
+    }
+
+    /// The project an API key selects.
+    public func project(forAPIKey key: String) -> Project? {
+        projects.first { $0.apiKeys.contains(key) }
+    }
+
+    /// The project with this id.
+    public func project(id: String) -> Project? {
+        projects.first { $0.id == id }
+    }
+}

@@ -1,0 +1,49 @@
+/// What a provider's answer means for a job. Every channel maps its provider's replies to one of these.
+public enum DeliveryOutcome: Sendable, Equatable {
+    /// Accepted by the provider (`reference` is its message id, when it gave one).
+    case sent(reference: String?)
+    /// Not accepted, but nothing was sent and trying later may work (429, 5xx, connection refused).
+    case retryable(reason: String, retryAfter: Duration?)
+    /// Will never work (bad number, bad credentials, malformed request): dead-letter it.
+    case permanent(reason: String)
+    /// The request may have reached the provider (timeout after sending): resending risks a duplicate.
+    case uncertain(reason: String)
+}
+
+/// Where a job stands in the delivery ledger (the idempotency record, keyed by job id).
+public enum DeliveryStatus: String, Sendable, CaseIterable {
+    /// Recorded by the API before publishing; no worker has it yet.
+    case pending
+    /// A worker claimed it and is talking to the provider.
+    case sending
+    /// A send failed transiently and the job waits in a delay queue.
+    case retrying
+    /// The provider accepted it.
+    case sent
+    /// Permanently refused; the job is in the dead-letter queue.
+    case failed
+    /// Dropped because it passed `expiresAt` before it could be sent.
+    case expired
+    /// A send may or may not have happened (worker died or timed out mid-request); not resent.
+    case uncertain
+    /// The API could not get the broker to confirm it; the client was told so.
+    case abandoned
+
+    /// True when nothing more will happen to the job.
+    public var isFinal: Bool {
+        switch self {
+        case .pending, .sending, .retrying: false
+        case .sent, .failed, .expired, .uncertain, .abandoned: true
+        }
+    }
+}
+
+/// The answer of the ledger when a worker tries to claim a job before sending.
+public enum DeliveryClaim: Sendable, Equatable {
+    /// The worker owns the send now; `attempt` counts sends tried so far, this one included.
+    case claimed(attempt: Int)
+    /// Someone already claimed it and never recorded an outcome (a crash or a lost connection).
+    case inDoubt(owner: String)
+    /// The job already reached a final status; acknowledge and move on.
+    case finished(DeliveryStatus)
+}

@@ -1,0 +1,88 @@
+/// A refusal the client must understand, with the stable Identity Toolkit code its SDK switches on.
+///
+/// Clients parse the text before the first ` : ` of `message`; the detail after it is for humans.
+/// Details never contain codes, secrets or tokens.
+public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable error code with its wire form.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The identifier clients switch on (`INVALID_CODE`).
+        public let name: String
+        /// HTTP status of the response.
+        public let httpStatus: Int
+        /// `errors[0].reason` in the envelope.
+        public let reason: String
+        /// google.rpc status text (`PERMISSION_DENIED`); nil for the plain 400s Identity Toolkit sends.
+        public let status: String?
+        /// The whole message when Identity Toolkit uses prose instead of a code (API-key errors).
+        public let fixedMessage: String?
+
+        init(_ name: String, http: Int = 400, reason: String = "invalid", status: String? = nil, fixedMessage: String? = nil) {
+            self.name = name
+            self.httpStatus = http
+            self.reason = reason
+            self.status = status
+            self.fixedMessage = fixedMessage
+        }
+
+        public var description: String { name }
+
+        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.name == rhs.name }
+        public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+
+        // Transport and envelope.
+        public static let missingAPIKey = Code(
+            "MISSING_API_KEY", http: 403, reason: "forbidden", status: "PERMISSION_DENIED",
+            fixedMessage: "The request is missing a valid API key.")
+        public static let invalidAPIKey = Code(
+            "API_KEY_INVALID", http: 400, reason: "keyInvalid", status: "INVALID_ARGUMENT",
+            fixedMessage: "API key not valid. Please pass a valid API key.")
+        public static let invalidArgument = Code("INVALID_ARGUMENT", status: "INVALID_ARGUMENT")
+        public static let notFound = Code("NOT_FOUND", http: 404, reason: "notFound", status: "NOT_FOUND", fixedMessage: "Not Found")
+        public static let notImplemented = Code("NOT_IMPLEMENTED", http: 501, reason: "unimplemented", status: "NOT_IMPLEMENTED")
+        public static let unavailable = Code("UNAVAILABLE", http: 503, reason: "backendError", status: "UNAVAILABLE")
+        public static let internalError = Code("INTERNAL_ERROR", http: 500, reason: "backendError", status: "INTERNAL")
+
+        // Phone sign-in.
+        public static let invalidPhoneNumber = Code("INVALID_PHONE_NUMBER")
+        public static let missingPhoneNumber = Code("MISSING_PHONE_NUMBER")
+        public static let operationNotAllowed = Code("OPERATION_NOT_ALLOWED")
+        public static let missingSessionInfo = Code("MISSING_SESSION_INFO")
+        public static let missingCode = Code("MISSING_CODE")
+        public static let invalidSessionInfo = Code("INVALID_SESSION_INFO")
+        public static let invalidCode = Code("INVALID_CODE")
+        public static let sessionExpired = Code("SESSION_EXPIRED")
+        public static let tooManyAttempts = Code("TOO_MANY_ATTEMPTS_TRY_LATER")
+        public static let quotaExceeded = Code("QUOTA_EXCEEDED")
+        public static let unsupportedTenantOperation = Code("UNSUPPORTED_TENANT_OPERATION")
+
+        // Tokens and accounts.
+        public static let missingGrantType = Code("MISSING_GRANT_TYPE")
+        public static let invalidGrantType = Code("INVALID_GRANT_TYPE")
+        public static let missingRefreshToken = Code("MISSING_REFRESH_TOKEN")
+        public static let invalidRefreshToken = Code("INVALID_REFRESH_TOKEN")
+        public static let tokenExpired = Code("TOKEN_EXPIRED")
+        public static let userDisabled = Code("USER_DISABLED")
+        public static let userNotFound = Code("USER_NOT_FOUND")
+        public static let invalidIDToken = Code("INVALID_ID_TOKEN")
+    }
+
+    public let code: Code
+    /// Human detail appended after ` : `.
+    public let detail: String?
+    /// For throttling refusals: when the client may try again (sent as `Retry-After`).
+    public let retryAfter: Duration?
+
+    public init(_ code: Code, _ detail: String? = nil, retryAfter: Duration? = nil) {
+        self.code = code
+        self.detail = detail
+        self.retryAfter = retryAfter
+    }
+
+    /// The envelope's `error.message`: `CODE` or `CODE : detail`, or Identity Toolkit's prose.
+    public var message: String {
+        if let fixed = code.fixedMessage { return fixed }
+        return detail.map { "\(code.name) : \($0)" } ?? code.name
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+/// What a job asks a worker to do; also its routing key and queue suffix.
+public enum JobType: String, Sendable, Codable, CaseIterable {
+    case sms, email, push, apple
+}
+
+/// A delivery job, schema v1: the contract between herald-api, the workers and foreign producers
+/// that publish straight to the exchange (see the AsyncAPI document).
+///
+/// Secrets inside (`params.codeSealed`) are sealed with `Sealer`, bound to `id`.
+public struct Job: Sendable, Equatable {
+    /// The body schema this code writes and reads (AMQP header `x-herald-schema`).
+    public static let schemaVersion = 1
+
+    /// Job id; also the AMQP `message_id` and the idempotency record's key.
+    public var id: UUID
+    public var project: String
+    public var createdAt: Date
+    /// Workers drop the job after this instant: a late code is useless.
+    public var expiresAt: Date
+    /// BCP 47 language for templates (nil = the project default).
+    public var locale: String?
+    /// Stable per logical message; equal to the id unless a producer sets its own.
+    public var idempotencyKey: String
+    public var payload: Payload
+
+    /// Per-type content.
+    public enum Payload: Sendable, Equatable {
+        case sms(SMSMessage)
+    }
+
+    public var type: JobType {
+        switch payload {
+        case .sms: .sms
+        }
+    }
+
+    public init(
+        id: UUID = UUID(), project: String, createdAt: Date, expiresAt: Date, locale: String? = nil,
+        idempotencyKey: String? = nil, payload: Payload
+    ) {
+        self.id = id
+        self.project = project
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.locale = locale
+        self.idempotencyKey = idempotencyKey ?? id.uuidString.lowercased()
+        self.payload = payload
+    }
+}
+
+/// An SMS to send: a template name and its parameters, or raw text.
+public struct SMSMessage: Sendable, Equatable {
+    /// Template names the worker knows; `text` sends `params.text` verbatim.
+    public enum Template: String, Sendable, CaseIterable {
+        case verification, mfa, text
+    }
+
+    /// Destination in E.164.
+    public var to: String
+    public var template: Template
+    /// Template parameters; the code travels as `codeSealed`.
+    public var params: [String: String]
+
+    public init(to: String, template: Template, params: [String: String]) {
+        self.to = to
+        self.template = template
+        self.params = params
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// JSON body of a job (schema v1). Decoding is strict about what a worker needs and names the field
+/// that is wrong, because a foreign producer reading the dead-letter reason has to fix it.
+public enum JobCodec {
+    /// Why a body was refused; the message goes into the dead-letter reason.
+    public struct DecodingError: Error, Equatable, CustomStringConvertible {
+        public var field: String
+        public var problem: String
+        public var description: String { "\(field): \(problem)" }
+    }
+
+    private struct Wire: Codable {
+        var id: String?
+        var project: String?
+        var type: String?
+        var createdAt: String?
+        var expiresAt: String?
+        var locale: String?
+        var idempotencyKey: String?
+        var to: String?
+        var template: String?
+        var params: [String: String]?
+    }
+
+    public static func encode(_ job: Job) -> Data {
+        var wire = Wire(
+            id: job.id.uuidString.lowercased(), project: job.project, type: job.type.rawValue,
+            createdAt: Timestamp.format(job.createdAt), expiresAt: Timestamp.format(job.expiresAt),
+            locale: job.locale, idempotencyKey: job.idempotencyKey)
+        switch job.payload {
+        case .sms(let message):
+            wire.to = message.to
+            wire.template = message.template.rawValue
+            wire.params = message.params
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding plain strings and dictionaries cannot fail.
+        return try! encoder.encode(wire)
+    }
+
+    public static func decode(_ data: Data) throws(DecodingError) -> Job {
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: data)
+        } catch {
+            throw DecodingError(field: "body", problem: "not a JSON object of the job schema")
+        }
+        func required(_ value: String?, _ field: String) throws(DecodingError) -> String {
+            guard let value, value.isEmpty == false else { throw DecodingError(field: field, problem: "missing") }
+            return value
+        }
+        guard let id = UUID(uuidString: try required(wire.id, "id")) else {
+            throw DecodingError(field: "id", problem: "not a UUID")
+        }
+        let project = try required(wire.project, "project")
+        guard let createdAt = Timestamp.parse(try required(wire.createdAt, "createdAt")) else {
+            throw DecodingError(field: "createdAt", problem: "not an RFC 3339 timestamp")
+        }
+        guard let expiresAt = Timestamp.parse(try required(wire.expiresAt, "expiresAt")) else {
+            throw DecodingError(field: "expiresAt", problem: "not an RFC 3339 timestamp")
+        }
+        let typeName = try required(wire.type, "type")
+        let payload: Job.Payload
+        switch JobType(rawValue: typeName) {
+        case .sms:
+            let to = try required(wire.to, "to")
+            guard let template = SMSMessage.Template(rawValue: try required(wire.template, "template")) else {
+                throw DecodingError(
+                    field: "template",
+                    problem: "unknown (expected \(SMSMessage.Template.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            payload = .sms(SMSMessage(to: to, template: template, params: wire.params ?? [:]))
+        case .email, .push, .apple:
+            throw DecodingError(field: "type", problem: "'\(typeName)' jobs are not supported by this version")
+        case nil:
+            throw DecodingError(field: "type", problem: "unknown job type '\(typeName)'")
+        }
+        return Job(
+            id: id, project: project, createdAt: createdAt, expiresAt: expiresAt, locale: wire.locale,
+            idempotencyKey: wire.idempotencyKey ?? id.uuidString.lowercased(), payload: payload)
+    }
+}

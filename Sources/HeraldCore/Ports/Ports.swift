@@ -1,0 +1,109 @@
+import Foundation
+
+/// Publishes a job durably. Returns only once the broker has confirmed it (persistent, routed);
+/// throws when it could not, in which case the job must be treated as never sent.
+public protocol JobPublisher: Sendable {
+    func publish(_ job: Job) async throws
+}
+
+/// Sends one message through one provider and says what happened. Implementations never throw for
+/// provider answers; every answer maps to a `DeliveryOutcome`.
+public protocol DeliveryChannel: Sendable {
+    /// A short provider name for logs and metrics (`http`, `console`).
+    var name: String { get }
+    func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome
+}
+
+/// A rendered SMS, ready for a provider.
+public struct OutgoingSMS: Sendable, Equatable {
+    public var jobID: UUID
+    public var to: String
+    public var body: String
+    public var expiresAt: Date
+
+    public init(jobID: UUID, to: String, body: String, expiresAt: Date) {
+        self.jobID = jobID
+        self.to = to
+        self.body = body
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A signed-in user, as much of the Identity Toolkit account as phone sign-in needs.
+public struct UserAccount: Sendable, Equatable {
+    /// 28 alphanumerics, Firebase's localId shape.
+    public var localID: String
+    public var projectID: String
+    public var phoneNumber: String?
+    public var createdAt: Date
+    public var lastLoginAt: Date
+    /// Tokens issued before this instant are revoked.
+    public var validSince: Date?
+    public var disabled: Bool
+
+    public init(
+        localID: String, projectID: String, phoneNumber: String?, createdAt: Date, lastLoginAt: Date,
+        validSince: Date? = nil, disabled: Bool = false
+    ) {
+        self.localID = localID
+        self.projectID = projectID
+        self.phoneNumber = phoneNumber
+        self.createdAt = createdAt
+        self.lastLoginAt = lastLoginAt
+        self.validSince = validSince
+        self.disabled = disabled
+    }
+}
+
+/// A refresh token as stored: only its hash, and who it belongs to.
+public struct RefreshTokenRecord: Sendable, Equatable {
+    public var tokenHash: String
+    public var projectID: String
+    public var localID: String
+    /// The provider the session began with (`phone`), carried into refreshed ID tokens.
+    public var provider: String
+    public var createdAt: Date
+
+    public init(tokenHash: String, projectID: String, localID: String, provider: String, createdAt: Date) {
+        self.tokenHash = tokenHash
+        self.projectID = projectID
+        self.localID = localID
+        self.provider = provider
+        self.createdAt = createdAt
+    }
+}
+
+/// Verification sessions, kept where every API process sees them.
+public protocol VerificationStore: Sendable {
+    func insertSession(_ session: VerificationSession) async throws
+    func deleteSession(id: String) async throws
+    /// Atomically spends one attempt if the session is unconsumed and has attempts left; nil if unknown.
+    func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation?
+    /// Marks the session consumed; false when another request consumed it first.
+    func consumeSession(id: String, at: Date) async throws -> Bool
+}
+
+/// Accounts and refresh tokens.
+public protocol AccountStore: Sendable {
+    /// The user owning `phoneNumber` in `projectID`, created if there is none; `created` tells which.
+    func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool)
+    func user(projectID: String, localID: String) async throws -> UserAccount?
+    func insertRefreshToken(_ record: RefreshTokenRecord) async throws
+    func refreshToken(hash: String) async throws -> RefreshTokenRecord?
+}
+
+/// The delivery ledger: one row per job id, the idempotency record that keeps redelivered jobs
+/// from being sent twice.
+public protocol DeliveryLedger: Sendable {
+    /// Records a job the API is about to publish.
+    func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws
+    /// Claims a job for sending (from pending or retrying, or unknown for foreign producers).
+    func claimDelivery(jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date) async throws -> DeliveryClaim
+    /// Records where the job ended up (or that it waits for a retry), with a reason for operators.
+    func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws
+    /// The current status and reason of a job, if known.
+    func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)?
+}
+
+/// Everything the API and workers keep in the shared store.
+public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger

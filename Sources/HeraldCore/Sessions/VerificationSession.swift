@@ -1,0 +1,80 @@
+import Foundation
+
+/// A pending phone verification: what `sendVerificationCode` creates and `signInWithPhoneNumber` spends.
+///
+/// The client holds the opaque `sessionInfo`; the store keeps only its SHA-256 (`id`) and the code's
+/// keyed hash, so a copy of the database yields neither.
+public struct VerificationSession: Sendable, Equatable {
+    /// SHA-256 of the client's sessionInfo, hex.
+    public var id: String
+    public var projectID: String
+    public var phoneNumber: String
+    /// `OneTimeCode.hash` of the code.
+    public var codeHash: Data
+    public var createdAt: Date
+    public var expiresAt: Date
+    /// Check attempts spent so far (each reserved before the code is compared).
+    public var attempts: Int
+    public var maxAttempts: Int
+    /// Set once a correct code signed in; a consumed session is gone for the client.
+    public var consumedAt: Date?
+    /// The delivery job, nil for test numbers (nothing is sent).
+    public var jobID: UUID?
+
+    public init(
+        id: String, projectID: String, phoneNumber: String, codeHash: Data, createdAt: Date, expiresAt: Date,
+        attempts: Int = 0, maxAttempts: Int, consumedAt: Date? = nil, jobID: UUID? = nil
+    ) {
+        self.id = id
+        self.projectID = projectID
+        self.phoneNumber = phoneNumber
+        self.codeHash = codeHash
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.attempts = attempts
+        self.maxAttempts = maxAttempts
+        self.consumedAt = consumedAt
+        self.jobID = jobID
+    }
+}
+
+/// The client's side of a session: an unguessable token whose hash names the stored session.
+public enum SessionToken {
+    /// 32 random bytes, base64url (43 characters).
+    public static func generate() -> String { SecureRandom.base64URL(bytes: 32) }
+
+    /// The stored id for a client token.
+    public static func storageID(for token: String) -> String { SHA256Hex.digest(token) }
+}
+
+/// The result of one code check, decided from what the store returned after reserving an attempt.
+public enum CodeCheckStateMachine {
+    /// What the store knows after trying to reserve one attempt for a session.
+    public struct Reservation: Sendable, Equatable {
+        /// The session as stored (attempts already include this one when `reserved`).
+        public var session: VerificationSession
+        /// False when the session had no attempts left (or was consumed) before this check.
+        public var reserved: Bool
+
+        public init(session: VerificationSession, reserved: Bool) {
+            self.session = session
+            self.reserved = reserved
+        }
+    }
+
+    /// Decides a check. Order matters and follows Identity Toolkit: unknown or spent sessions first,
+    /// then expiry, then the attempt budget, and only then the code itself, so a burned session answers
+    /// `TOO_MANY_ATTEMPTS_TRY_LATER` even for the right code.
+    public static func decide(
+        _ reservation: Reservation?, codeMatches: (VerificationSession) -> Bool, now: Date
+    ) -> Result<VerificationSession, HeraldError> {
+        guard let reservation, reservation.session.consumedAt == nil else {
+            return .failure(HeraldError(.invalidSessionInfo))
+        }
+        let session = reservation.session
+        guard now < session.expiresAt else { return .failure(HeraldError(.sessionExpired)) }
+        guard reservation.reserved else { return .failure(HeraldError(.tooManyAttempts)) }
+        guard codeMatches(session) else { return .failure(HeraldError(.invalidCode)) }
+        return .success(session)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// A text with `{{name}}` placeholders (SMS texts, gateway request bodies).
+///
+/// Parsed once at start-up so a typo in configuration is refused before any job is taken, and rendered
+/// with an escaping rule chosen by where the text goes (JSON string, form field, plain text).
+public struct Template: Sendable, Equatable {
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case placeholder(String)
+    }
+
+    /// How values are escaped as they are inserted.
+    public enum Escaping: Sendable {
+        /// Inserted as-is (SMS text).
+        case none
+        /// Escaped for the inside of a JSON string literal (the template supplies the quotes).
+        case jsonString
+        /// Percent-encoded for `application/x-www-form-urlencoded`.
+        case formURLEncoded
+    }
+
+    /// Why a template text was refused.
+    public struct ParseError: Error, Equatable, CustomStringConvertible {
+        public var problem: String
+        public var description: String { problem }
+    }
+
+    let segments: [Segment]
+
+    /// The placeholder names the text uses.
+    public var placeholders: Set<String> {
+        Set(segments.compactMap { if case .placeholder(let name) = $0 { name } else { nil } })
+    }
+
+    /// Parses `text`, allowing only placeholders from `allowed`.
+    public init(_ text: String, allowed: Set<String>) throws(ParseError) {
+        var segments: [Segment] = []
+        var rest = Substring(text)
+        while let open = rest.range(of: "{{") {
+            if open.lowerBound > rest.startIndex { segments.append(.literal(String(rest[..<open.lowerBound]))) }
+            guard let close = rest[open.upperBound...].range(of: "}}") else {
+                throw ParseError(problem: "unclosed '{{'")
+            }
+            let name = rest[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespaces)
+            guard allowed.contains(name) else {
+                throw ParseError(problem: "unknown placeholder '{{\(name)}}' (known: \(allowed.sorted().joined(separator: ", ")))")
+            }
+            segments.append(.placeholder(name))
+            rest = rest[close.upperBound...]
+        }
+        if rest.isEmpty == false { segments.append(.literal(String(rest))) }
+        self.segments = segments
+    }
+
+    /// The text with each placeholder replaced by its (escaped) value; missing values render empty.
+    public func render(_ values: [String: String], escaping: Escaping = .none) -> String {
+        var out = ""
+        for segment in segments {
+            switch segment {
+            case .literal(let text): out += text
+            case .placeholder(let name): out += Self.escape(values[name] ?? "", escaping)
+            }
+        }
+        return out
+    }
+
+    static func escape(_ value: String, _ escaping: Escaping) -> String {
+        switch escaping {
+        case .none:
+            return value
+        case .jsonString:
+            var out = ""
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out
+        case .formURLEncoded:
+            var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
+            allowed.insert(charactersIn: "-._~")
+            return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+        }
+    }
+}
