@@ -3,7 +3,8 @@ import Foundation
 /// Publishes a job durably. Returns only once the broker has confirmed it (persistent, routed);
 /// throws when it could not, in which case the job must be treated as never sent.
 public protocol JobPublisher: Sendable {
-    func publish(_ job: Job) async throws
+    /// `traceparent` (W3C) links the job to the request that caused it.
+    func publish(_ job: Job, traceparent: TraceParent) async throws
 }
 
 /// Sends one message through one provider and says what happened. Implementations never throw for

@@ -1,0 +1,483 @@
+import CRabbitMQ
+import Foundation
+import HeraldCore
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The thread-confined half of `AMQPConnection`: owns the rabbitmq-c connection and runs the loop
+/// `drain inbox → read frames → poll(socket, eventfd)` until told to stop.
+final class ConnectionDriver {
+    /// Channel 1 carries the role (confirms or the consumer); channel 2 serves `perform` RPCs.
+    static let mainChannel: amqp_channel_t = 1
+    static let rpcChannel: amqp_channel_t = 2
+
+    let owner: AMQPConnection
+    var logger: Logger { owner.logger }
+    var state: amqp_connection_state_t?
+    var generation = 0
+    var rpcChannelOpen = false
+    var brokenReason: String?
+    var stopping = false
+    var backoff: Duration = .milliseconds(100)
+    var nextAttempt = ContinuousClock.now
+    var lastConnectError: String?
+
+    // Publisher state: sequence numbers of unconfirmed publishes (per connection incarnation).
+    var nextSequence: UInt64 = 1
+    var unconfirmed: [UInt64: AMQPConnection.PendingPublish] = [:]
+    var returnedMessageIDs: Set<String> = []
+
+    // Consumer state.
+    var consuming = false
+    var finishStreamAfterPump = false
+
+    init(connection: AMQPConnection) {
+        self.owner = connection
+    }
+
+    // MARK: loop
+
+    func run() {
+        while true {
+            if stopping { break }
+            if state == nil, ContinuousClock.now >= nextAttempt {
+                connect()
+            }
+            let commands = owner.shared.withLock { shared -> [AMQPConnection.Command] in
+                defer { shared.inbox = [] }
+                return shared.inbox
+            }
+            for command in commands { execute(command) }
+            if stopping { break }
+            if state != nil {
+                pumpFrames()
+            }
+            expirePublishes()
+            if let reason = brokenReason {
+                teardown(reason: reason)
+                continue
+            }
+            if finishStreamAfterPump {
+                finishStreamAfterPump = false
+                owner.deliveryContinuation.finish()
+            }
+            waitForActivity()
+        }
+        closeCleanly()
+    }
+
+    /// Sleeps in `poll` until the socket or the eventfd is readable, a heartbeat is due, the next
+    /// publish deadline passes, or (while disconnected) the next reconnect attempt is due.
+    func waitForActivity() {
+        if let state, amqp_frames_enqueued(state) != 0 || amqp_data_in_buffer(state) != 0 { return }
+        var timeout = Duration.seconds(1)
+        if state != nil {
+            let heartbeat = owner.options.heartbeat
+            if heartbeat > .zero { timeout = min(timeout, heartbeat / 2) }
+            if let earliest = unconfirmed.values.map(\.deadline).min() {
+                timeout = min(timeout, max(.zero, earliest - ContinuousClock.now))
+            }
+        } else {
+            timeout = min(timeout, max(.zero, nextAttempt - ContinuousClock.now))
+        }
+        var fds = [pollfd(fd: owner.wakeFDs.0, events: Int16(POLLIN), revents: 0)]
+        if let state { fds.append(pollfd(fd: amqp_get_sockfd(state), events: Int16(POLLIN), revents: 0)) }
+        let milliseconds = Int32(clamping: timeout.milliseconds + (timeout.milliseconds == 0 && timeout > .zero ? 1 : 0))
+        _ = poll(&fds, nfds_t(fds.count), milliseconds)
+        if fds[0].revents & Int16(POLLIN) != 0 {
+            var drain = [UInt8](repeating: 0, count: 256)
+            while read(owner.wakeFDs.0, &drain, drain.count) > 0 {}
+        }
+    }
+
+    // MARK: connect and teardown
+
+    func connect() {
+        let options = owner.options
+        let endpoint = options.endpoint
+        do {
+            guard let state = amqp_new_connection() else { throw AMQPError(.library, "out of memory") }
+            guard let socket = amqp_tcp_socket_new(state) else {
+                amqp_destroy_connection(state)
+                throw AMQPError(.library, "cannot create a socket")
+            }
+            var connectTimeout = timeval(options.connectTimeout)
+            let opened = amqp_socket_open_noblock(socket, endpoint.host, Int32(endpoint.port), &connectTimeout)
+            guard opened == AMQP_STATUS_OK.rawValue else {
+                amqp_destroy_connection(state)
+                throw AMQPError(.notConnected, "connect to \(endpoint.host):\(endpoint.port): \(String(cString: amqp_error_string2(opened)))")
+            }
+            _ = amqp_set_handshake_timeout(state, &connectTimeout)
+            var rpcTimeout = timeval(max(options.connectTimeout, .seconds(10)))
+            _ = amqp_set_rpc_timeout(state, &rpcTimeout)
+            self.state = state
+            try login(state)
+            amqp_channel_open(state, Self.mainChannel)
+            try checkReply(state, "channel.open")
+            generation += 1
+            rpcChannelOpen = false
+            brokenReason = nil
+            if let onConnect = owner.onConnect {
+                try withRPCChannel { channel in
+                    guard let channel else { throw AMQPError(.notConnected, "setup channel") }
+                    try onConnect(channel)
+                }
+                if let reason = brokenReason { throw AMQPError(.connectionLost, reason) }
+            }
+            switch options.role {
+            case .publisher:
+                amqp_confirm_select(state, Self.mainChannel)
+                try checkReply(state, "confirm.select")
+                nextSequence = 1
+            case .consumer(let queue, let prefetch):
+                amqp_basic_qos(state, Self.mainChannel, 0, UInt16(clamping: prefetch), 0)
+                try checkReply(state, "basic.qos")
+                let arena = CArena()
+                let ok = amqp_basic_consume(state, Self.mainChannel, arena.bytes(queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table)
+                try checkReply(state, "basic.consume \(queue)")
+                consumerTag = ok?.pointee.consumer_tag.string
+                consuming = true
+            }
+            backoff = .milliseconds(100)
+            lastConnectError = nil
+            owner.shared.withLock { $0.connected = true; $0.blocked = false }
+            logger.info(
+                "amqp connected",
+                metadata: ["amqp.endpoint": .string(endpoint.redacted), "amqp.generation": .stringConvertible(generation)])
+        } catch {
+            if let state {
+                amqp_destroy_connection(state)
+                self.state = nil
+            }
+            let message = (error as? AMQPError)?.detail ?? "\(error)"
+            if message != lastConnectError {
+                logger.warning("amqp connection failed; retrying with backoff", metadata: ["error": .string(message)])
+                lastConnectError = message
+            }
+            nextAttempt = ContinuousClock.now + backoff
+            backoff = min(backoff * 2, .seconds(5))
+        }
+    }
+
+    func login(_ state: amqp_connection_state_t) throws {
+        let options = owner.options
+        let arena = CArena()
+        // Without these capabilities the broker sends no connection.blocked notices and no
+        // server-side basic.cancel (rabbitmq-c 0.11 only advertises a few on its own).
+        let capabilityNames = ["connection.blocked", "consumer_cancel_notify", "publisher_confirms", "basic.nack"]
+        let capabilities = UnsafeMutablePointer<amqp_table_entry_t>.allocate(capacity: capabilityNames.count)
+        defer { capabilities.deallocate() }
+        for (index, name) in capabilityNames.enumerated() {
+            var entry = amqp_table_entry_t()
+            entry.key = arena.bytes(name)
+            entry.value.kind = UInt8(AMQP_FIELD_KIND_BOOLEAN.rawValue)
+            entry.value.value.boolean = 1
+            (capabilities + index).initialize(to: entry)
+        }
+        let properties = UnsafeMutablePointer<amqp_table_entry_t>.allocate(capacity: 2)
+        defer { properties.deallocate() }
+        var capabilitiesEntry = amqp_table_entry_t()
+        capabilitiesEntry.key = arena.bytes("capabilities")
+        capabilitiesEntry.value.kind = UInt8(AMQP_FIELD_KIND_TABLE.rawValue)
+        capabilitiesEntry.value.value.table = amqp_table_t(num_entries: Int32(capabilityNames.count), entries: capabilities)
+        properties.initialize(to: capabilitiesEntry)
+        var nameEntry = amqp_table_entry_t()
+        nameEntry.key = arena.bytes("connection_name")
+        nameEntry.value.kind = UInt8(AMQP_FIELD_KIND_UTF8.rawValue)
+        nameEntry.value.value.bytes = arena.bytes(options.name)
+        (properties + 1).initialize(to: nameEntry)
+        var table = amqp_table_t(num_entries: 2, entries: properties)
+        let heartbeat = Int32(clamping: options.heartbeat.milliseconds / 1000)
+        let reply = herald_amqp_login_plain(
+            state, options.endpoint.virtualHost, 0, 131_072, heartbeat, &table, options.endpoint.user,
+            options.endpoint.password)
+        if let error = reply.error {
+            throw AMQPError(error.kind, "login to vhost '\(options.endpoint.virtualHost)' as '\(options.endpoint.user)': \(error.detail)")
+        }
+    }
+
+    func checkReply(_ state: amqp_connection_state_t, _ what: String) throws {
+        if let error = amqp_get_rpc_reply(state).error {
+            throw AMQPError(error.kind, "\(what): \(error.detail)")
+        }
+    }
+
+    /// Drops the connection after an error and schedules a reconnect. Unconfirmed publishes fail with
+    /// `.connectionLost` (they may or may not have landed); unacked deliveries go back to the queue.
+    func teardown(reason: String) {
+        logger.warning("amqp connection lost; reconnecting", metadata: ["reason": .string(reason)])
+        if let state {
+            amqp_destroy_connection(state)
+            self.state = nil
+        }
+        owner.shared.withLock { $0.connected = false }
+        failUnconfirmed(AMQPError(.connectionLost, reason))
+        brokenReason = nil
+        rpcChannelOpen = false
+        consuming = false
+        nextAttempt = ContinuousClock.now + backoff
+        backoff = min(backoff * 2, .seconds(5))
+    }
+
+    func closeCleanly() {
+        if let state {
+            amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS))
+            amqp_destroy_connection(state)
+            self.state = nil
+            logger.info("amqp connection closed")
+        }
+        owner.shared.withLock { $0.connected = false }
+        failUnconfirmed(AMQPError(.shuttingDown, "connection closed before the broker confirmed"))
+        let leftovers = owner.shared.withLock { shared -> [AMQPConnection.Command] in
+            defer { shared.inbox = [] }
+            shared.finished = true
+            return shared.inbox
+        }
+        for command in leftovers { Self.refuse(command, AMQPError(.shuttingDown, "connection is closed")) }
+        owner.deliveryContinuation.finish()
+    }
+
+    func markBroken(_ reason: String) {
+        if brokenReason == nil { brokenReason = reason }
+    }
+
+    func failUnconfirmed(_ error: AMQPError) {
+        let pending = unconfirmed
+        unconfirmed = [:]
+        returnedMessageIDs = []
+        for (_, publish) in pending { publish.continuation.resume(throwing: error) }
+    }
+
+    static func refuse(_ command: AMQPConnection.Command, _ error: AMQPError) {
+        switch command {
+        case .publish(let publish): publish.continuation.resume(throwing: error)
+        case .perform(let body): body(nil)
+        case .cancelConsumer(let continuation): continuation.resume()
+        case .settle, .stop: break
+        }
+    }
+
+    // MARK: commands
+
+    func execute(_ command: AMQPConnection.Command) {
+        switch command {
+        case .stop:
+            stopping = true
+        case .publish(let publish):
+            guard let state, brokenReason == nil else {
+                publish.continuation.resume(throwing: AMQPError(.notConnected, "not connected to the broker"))
+                return
+            }
+            send(publish, on: state)
+        case .settle(let tag, let generation, let settlement):
+            // Tags of an older connection are void: the broker requeued those deliveries already.
+            guard let state, brokenReason == nil, generation == self.generation else { return }
+            let status: Int32
+            switch settlement {
+            case .ack: status = amqp_basic_ack(state, Self.mainChannel, tag, 0)
+            case .nack(let requeue): status = amqp_basic_nack(state, Self.mainChannel, tag, 0, requeue ? 1 : 0)
+            case .reject(let requeue): status = amqp_basic_reject(state, Self.mainChannel, tag, requeue ? 1 : 0)
+            }
+            if status != AMQP_STATUS_OK.rawValue { markBroken("ack: \(String(cString: amqp_error_string2(status)))") }
+        case .perform(let body):
+            guard state != nil, brokenReason == nil else {
+                body(nil)
+                return
+            }
+            try? withRPCChannel { channel in body(channel) }
+        case .cancelConsumer(let continuation):
+            if let state, consuming, brokenReason == nil {
+                if let tag = consumerTag {
+                    let arena = CArena()
+                    amqp_basic_cancel(state, Self.mainChannel, arena.bytes(tag))
+                    if let error = amqp_get_rpc_reply(state).error { markBroken("basic.cancel: \(error.detail)") }
+                }
+                consuming = false
+            }
+            finishStreamAfterPump = true
+            continuation.resume()
+        }
+    }
+
+    var consumerTag: String?
+
+    func withRPCChannel(_ body: (AMQPChannel?) throws -> Void) throws {
+        guard let state else { return try body(nil) }
+        if rpcChannelOpen == false {
+            amqp_channel_open(state, Self.rpcChannel)
+            if let error = amqp_get_rpc_reply(state).error {
+                markBroken("channel.open: \(error.detail)")
+                return try body(nil)
+            }
+            rpcChannelOpen = true
+        }
+        try body(AMQPChannel(driver: self, connection: state, id: Self.rpcChannel))
+    }
+
+    func send(_ publish: AMQPConnection.PendingPublish, on state: amqp_connection_state_t) {
+        let message = publish.message
+        let arena = CArena()
+        var properties = amqp_basic_properties_t()
+        var flags: Int32 = 0
+        if message.persistent {
+            flags |= AMQP_BASIC_DELIVERY_MODE_FLAG
+            properties.delivery_mode = UInt8(AMQP_DELIVERY_PERSISTENT.rawValue)
+        }
+        if let contentType = message.contentType {
+            flags |= AMQP_BASIC_CONTENT_TYPE_FLAG
+            properties.content_type = arena.bytes(contentType)
+        }
+        if let messageID = message.messageID {
+            flags |= AMQP_BASIC_MESSAGE_ID_FLAG
+            properties.message_id = arena.bytes(messageID)
+        }
+        if let type = message.type {
+            flags |= AMQP_BASIC_TYPE_FLAG
+            properties.type = arena.bytes(type)
+        }
+        if let timestamp = message.timestamp {
+            flags |= AMQP_BASIC_TIMESTAMP_FLAG
+            properties.timestamp = UInt64(max(0, timestamp.timeIntervalSince1970))
+        }
+        if message.headers.isEmpty == false {
+            flags |= AMQP_BASIC_HEADERS_FLAG
+            properties.headers = arena.table(message.headers)
+        }
+        properties._flags = amqp_flags_t(flags)
+        let status = amqp_basic_publish(
+            state, Self.mainChannel, arena.bytes(message.exchange), arena.bytes(message.routingKey),
+            message.mandatory ? 1 : 0, 0, &properties, arena.bytes(message.body))
+        guard status == AMQP_STATUS_OK.rawValue else {
+            let reason = "basic.publish: \(String(cString: amqp_error_string2(status)))"
+            publish.continuation.resume(throwing: AMQPError(.connectionLost, reason))
+            markBroken(reason)
+            return
+        }
+        unconfirmed[nextSequence] = publish
+        nextSequence += 1
+    }
+
+    func expirePublishes() {
+        guard unconfirmed.isEmpty == false else { return }
+        let now = ContinuousClock.now
+        for (sequence, publish) in unconfirmed where publish.deadline <= now {
+            unconfirmed[sequence] = nil
+            publish.continuation.resume(throwing: AMQPError(.confirmTimeout, "no confirm within the publish timeout"))
+        }
+    }
+
+    // MARK: frames
+
+    /// Reads every frame available without blocking (this is also where rabbitmq-c sends heartbeats
+    /// and notices a silent broker), then releases the library's buffers.
+    func pumpFrames() {
+        guard let state else { return }
+        while brokenReason == nil {
+            var frame = amqp_frame_t()
+            var zero = timeval(tv_sec: 0, tv_usec: 0)
+            let status = amqp_simple_wait_frame_noblock(state, &frame, &zero)
+            if status == AMQP_STATUS_TIMEOUT.rawValue { break }
+            guard status == AMQP_STATUS_OK.rawValue else {
+                markBroken(String(cString: amqp_error_string2(status)))
+                break
+            }
+            guard frame.frame_type == UInt8(AMQP_FRAME_METHOD) else { continue }
+            handle(method: frame.payload.method, channel: frame.channel, state: state)
+        }
+        if brokenReason == nil { amqp_maybe_release_buffers(state) }
+    }
+
+    func handle(method: amqp_method_t, channel: amqp_channel_t, state: amqp_connection_state_t) {
+        switch method.id {
+        case AMQP_BASIC_ACK_METHOD:
+            let ack = method.decoded.assumingMemoryBound(to: amqp_basic_ack_t.self).pointee
+            settleConfirms(upTo: ack.delivery_tag, multiple: ack.multiple != 0, nacked: false)
+        case AMQP_BASIC_NACK_METHOD:
+            let nack = method.decoded.assumingMemoryBound(to: amqp_basic_nack_t.self).pointee
+            settleConfirms(upTo: nack.delivery_tag, multiple: nack.multiple != 0, nacked: true)
+        case AMQP_BASIC_RETURN_METHOD:
+            var message = amqp_message_t()
+            let reply = amqp_read_message(state, channel, &message, 0)
+            if let error = reply.error {
+                markBroken("reading a returned message: \(error.detail)")
+                return
+            }
+            if message.properties._flags & amqp_flags_t(AMQP_BASIC_MESSAGE_ID_FLAG) != 0 {
+                returnedMessageIDs.insert(message.properties.message_id.string)
+            }
+            amqp_destroy_message(&message)
+        case AMQP_BASIC_DELIVER_METHOD:
+            let deliver = method.decoded.assumingMemoryBound(to: amqp_basic_deliver_t.self).pointee
+            let tag = deliver.delivery_tag
+            let redelivered = deliver.redelivered != 0
+            let exchange = deliver.exchange.string
+            let routingKey = deliver.routing_key.string
+            var message = amqp_message_t()
+            let reply = amqp_read_message(state, channel, &message, 0)
+            if let error = reply.error {
+                markBroken("reading a delivery: \(error.detail)")
+                return
+            }
+            let delivery = AMQPDelivery(
+                message: message, deliveryTag: tag, generation: generation, redelivered: redelivered,
+                exchange: exchange, routingKey: routingKey)
+            amqp_destroy_message(&message)
+            owner.deliveryContinuation.yield(delivery)
+        case AMQP_BASIC_CANCEL_METHOD:
+            // The broker cancelled our consumer (queue deleted, or failover): reconnect and consume again.
+            markBroken("the broker cancelled the consumer")
+        case AMQP_CONNECTION_BLOCKED_METHOD:
+            let blocked = method.decoded.assumingMemoryBound(to: amqp_connection_blocked_t.self).pointee
+            logger.warning("amqp publishing blocked by the broker", metadata: ["reason": .string(blocked.reason.string)])
+            owner.shared.withLock { $0.blocked = true }
+        case AMQP_CONNECTION_UNBLOCKED_METHOD:
+            logger.notice("amqp publishing unblocked")
+            owner.shared.withLock { $0.blocked = false }
+        case AMQP_CHANNEL_CLOSE_METHOD:
+            let close = method.decoded.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
+            var closeOK = amqp_channel_close_ok_t(dummy: 0)
+            _ = amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &closeOK)
+            let text = "channel \(channel) closed by the broker: \(close.reply_code) \(close.reply_text.string)"
+            if channel == Self.rpcChannel {
+                rpcChannelOpen = false
+                logger.warning("amqp rpc channel closed", metadata: ["reason": .string(text)])
+            } else {
+                markBroken(text)
+            }
+        case AMQP_CONNECTION_CLOSE_METHOD:
+            let close = method.decoded.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
+            var closeOK = amqp_connection_close_ok_t(dummy: 0)
+            _ = amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &closeOK)
+            markBroken("connection closed by the broker: \(close.reply_code) \(close.reply_text.string)")
+        default:
+            break
+        }
+    }
+
+    func settleConfirms(upTo tag: UInt64, multiple: Bool, nacked: Bool) {
+        let tags = multiple ? unconfirmed.keys.filter { $0 <= tag } : [tag]
+        for sequence in tags {
+            guard let publish = unconfirmed.removeValue(forKey: sequence) else { continue }
+            let messageID = publish.message.messageID
+            if nacked {
+                publish.continuation.resume(throwing: AMQPError(.nacked, "the broker refused the message"))
+            } else if let messageID, returnedMessageIDs.remove(messageID) != nil {
+                publish.continuation.resume(
+                    throwing: AMQPError(.unroutable, "no queue is bound to '\(publish.message.exchange)' for routing key '\(publish.message.routingKey)'"))
+            } else {
+                publish.continuation.resume()
+            }
+        }
+    }
+}
+
+extension timeval {
+    init(_ duration: Duration) {
+        let parts = duration.components
+        self.init(tv_sec: Int(parts.seconds), tv_usec: Int(parts.attoseconds / 1_000_000_000_000))
+    }
+}

@@ -1,0 +1,96 @@
+import HeraldCore
+
+/// Herald's broker topology, derived from the exchange name so that tests (and several installations
+/// on one broker) can keep theirs apart:
+///
+/// - exchange `<x>` (direct) routes jobs by type: `sms` → queue `<x>.sms`;
+/// - work queues are quorum by default, with `x-delivery-limit` against poison messages and
+///   dead-lettering to exchange `<x>.dlx`, which routes to `<x>.<type>.dead`;
+/// - retry queues `<x>.<type>.retry.<delay>` have a fixed TTL and dead-letter back to `<x>` with the
+///   original routing key, so a delayed job simply reappears in its work queue.
+///
+/// Queue arguments cannot change once a queue exists: redeclaring with different ones fails with 406,
+/// which start-up reports with the queue's name.
+public struct Topology: Sendable, Equatable {
+    public var exchange: String
+    /// `quorum` or `classic`.
+    public var queueType: String
+    public var deliveryLimit: Int
+    public var retryDelays: [JobType: [Duration]]
+
+    /// Job types this version delivers.
+    public static let supportedTypes: [JobType] = [.sms]
+
+    public init(exchange: String, queueType: String, deliveryLimit: Int, retryDelays: [JobType: [Duration]]) {
+        self.exchange = exchange
+        self.queueType = queueType
+        self.deliveryLimit = deliveryLimit
+        self.retryDelays = retryDelays
+    }
+
+    public init(configuration: HeraldConfiguration) {
+        self.init(
+            exchange: configuration.amqp.exchange, queueType: configuration.amqp.queueType,
+            deliveryLimit: configuration.amqp.deliveryLimit,
+            retryDelays: [
+                .sms: configuration.workers.sms.retryDelays, .email: configuration.workers.email.retryDelays,
+                .push: configuration.workers.push.retryDelays,
+            ])
+    }
+
+    public var deadLetterExchange: String { "\(exchange).dlx" }
+    public func workQueue(_ type: JobType) -> String { "\(exchange).\(type.rawValue)" }
+    public func deadQueue(_ type: JobType) -> String { "\(exchange).\(type.rawValue).dead" }
+    public func retryQueue(_ type: JobType, delay: Duration) -> String {
+        "\(exchange).\(type.rawValue).retry.\(DurationText.format(delay))"
+    }
+
+    /// Every queue of `type`, work queue first.
+    public func queues(_ type: JobType) -> [String] {
+        [workQueue(type), deadQueue(type)] + (retryDelays[type] ?? []).map { retryQueue(type, delay: $0) }
+    }
+
+    /// Declares everything for `types`, idempotently.
+    public func declare(on channel: AMQPChannel, types: [JobType] = Topology.supportedTypes) throws {
+        try channel.declareExchange(exchange)
+        try channel.declareExchange(deadLetterExchange)
+        let quorum = queueType == "quorum"
+        for type in types {
+            var work: [String: AMQPHeaderValue] = [
+                "x-queue-type": .string(queueType),
+                "x-dead-letter-exchange": .string(deadLetterExchange),
+            ]
+            if quorum { work["x-delivery-limit"] = .int(Int64(deliveryLimit)) }
+            try channel.declareQueue(workQueue(type), arguments: work)
+            try channel.bindQueue(workQueue(type), exchange: exchange, routingKey: type.rawValue)
+
+            try channel.declareQueue(deadQueue(type), arguments: ["x-queue-type": .string(queueType)])
+            try channel.bindQueue(deadQueue(type), exchange: deadLetterExchange, routingKey: type.rawValue)
+
+            for delay in retryDelays[type] ?? [] {
+                var retry: [String: AMQPHeaderValue] = [
+                    "x-queue-type": .string(queueType),
+                    "x-message-ttl": .int(delay.milliseconds),
+                    "x-dead-letter-exchange": .string(exchange),
+                    "x-dead-letter-routing-key": .string(type.rawValue),
+                ]
+                if quorum {
+                    // Dead-lettering is at-most-once unless asked otherwise: a retrying job must not
+                    // vanish if its work queue refuses it for a moment.
+                    retry["x-dead-letter-strategy"] = .string("at-least-once")
+                    retry["x-overflow"] = .string("reject-publish")
+                }
+                try channel.declareQueue(retryQueue(type, delay: delay), arguments: retry)
+            }
+        }
+    }
+
+    /// Deletes everything `declare` created for `types` (tests and `herald-admin topology delete`).
+    public func delete(on channel: AMQPChannel, types: [JobType] = Topology.supportedTypes) throws {
+        for type in types {
+            for queue in queues(type) { try channel.deleteQueue(queue) }
+        }
+        try channel.deleteExchange(exchange)
+        try channel.deleteExchange(deadLetterExchange)
+    }
+}

@@ -1,0 +1,43 @@
+/// A W3C `traceparent` (`00-<trace id>-<span id>-<flags>`), carried from the HTTP request into the job's
+/// AMQP headers so a send can be followed across processes.
+public struct TraceParent: Sendable, Equatable, CustomStringConvertible {
+    public let traceID: String
+    public let spanID: String
+    public let flags: String
+
+    /// A new root trace.
+    public static func random() -> TraceParent {
+        TraceParent(traceID: hex(SecureRandom.bytes(16)), spanID: hex(SecureRandom.bytes(8)), flags: "01")
+    }
+
+    /// A child span of the same trace (what a service passes on).
+    public func child() -> TraceParent {
+        TraceParent(traceID: traceID, spanID: Self.hex(SecureRandom.bytes(8)), flags: flags)
+    }
+
+    /// Parses a version-00 header; nil when malformed or all-zero.
+    public init?(header: String) {
+        let parts = header.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 4, parts[0] == "00", Self.isHex(parts[1], 32), Self.isHex(parts[2], 16), Self.isHex(parts[3], 2),
+            parts[1] != String(repeating: "0", count: 32), parts[2] != String(repeating: "0", count: 16)
+        else { return nil }
+        self.init(traceID: parts[1], spanID: parts[2], flags: parts[3])
+    }
+
+    init(traceID: String, spanID: String, flags: String) {
+        self.traceID = traceID
+        self.spanID = spanID
+        self.flags = flags
+    }
+
+    public var description: String { "00-\(traceID)-\(spanID)-\(flags)" }
+
+    static func isHex(_ text: String, _ length: Int) -> Bool {
+        text.count == length && text.allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef")
+        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] })
+    }
+}

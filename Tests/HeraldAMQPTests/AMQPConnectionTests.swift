@@ -1,0 +1,148 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldTesting
+import Logging
+import Testing
+
+@Suite("AMQP connection against a real broker")
+struct AMQPConnectionTests {
+    @Test("publishes with pipelined confirms and consumes with manual acks")
+    func publishAndConsume() async throws {
+        let topology = TestBroker.topology()
+        try await TestBroker.withTopology(topology) { admin in
+            let publisher = try await TestBroker.connection(.publisher)
+            let count = 500
+            // All publishes in flight at once on one connection; each resolves on its own confirm.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        try await publisher.publish(
+                            AMQPOutgoingMessage(
+                                exchange: topology.exchange, routingKey: "sms", body: Data("m\(index)".utf8),
+                                messageID: "id-\(index)", headers: ["n": .int(Int64(index))]))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await TestBroker.depth(topology.workQueue(.sms), using: admin) == count)
+
+            let consumer = try await TestBroker.connection(.consumer(queue: topology.workQueue(.sms), prefetch: 50))
+            var seen = Set<String>()
+            for await delivery in consumer.deliveries {
+                seen.insert(String(decoding: delivery.body, as: UTF8.self))
+                #expect(delivery.messageID?.hasPrefix("id-") == true)
+                #expect(delivery.redelivered == false)
+                consumer.ack(delivery)
+                if seen.count == count { break }
+            }
+            #expect(seen.count == count)
+            #expect(await eventually { (try? await TestBroker.depth(topology.workQueue(.sms), using: admin)) == 0 })
+            await consumer.shutdown()
+            await publisher.shutdown()
+        }
+    }
+
+    @Test("a mandatory publish nobody can route fails as unroutable")
+    func unroutable() async throws {
+        let topology = TestBroker.topology()
+        try await TestBroker.withTopology(topology) { _ in
+            let publisher = try await TestBroker.connection(.publisher)
+            await #expect(throws: AMQPError.self) {
+                try await publisher.publish(
+                    AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "nobody", body: Data("x".utf8), messageID: "lost"))
+            }
+            do {
+                try await publisher.publish(
+                    AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "nobody", body: Data(), messageID: "lost-2"))
+            } catch let error as AMQPError {
+                #expect(error.kind == .unroutable)
+            }
+            await publisher.shutdown()
+        }
+    }
+
+    @Test("unacked deliveries come back redelivered after the consumer connection closes")
+    func redeliveryAfterClose() async throws {
+        let topology = TestBroker.topology()
+        try await TestBroker.withTopology(topology) { admin in
+            let publisher = try await TestBroker.connection(.publisher)
+            for index in 0..<3 {
+                try await publisher.publish(
+                    AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: Data("\(index)".utf8), messageID: "r\(index)"))
+            }
+            let first = try await TestBroker.connection(.consumer(queue: topology.workQueue(.sms), prefetch: 10))
+            var received = 0
+            for await _ in first.deliveries {
+                received += 1
+                if received == 3 { break }
+            }
+            await first.shutdown()
+            let second = try await TestBroker.connection(.consumer(queue: topology.workQueue(.sms), prefetch: 10))
+            var redelivered = 0
+            for await delivery in second.deliveries {
+                #expect(delivery.redelivered)
+                second.ack(delivery)
+                redelivered += 1
+                if redelivered == 3 { break }
+            }
+            #expect(redelivered == 3)
+            await second.shutdown()
+            await publisher.shutdown()
+            _ = admin
+        }
+    }
+
+    @Test("retry queues hand messages back to the work queue after their TTL")
+    func retryQueueRoundTrip() async throws {
+        let topology = TestBroker.topology(retryDelays: [.milliseconds(200)])
+        try await TestBroker.withTopology(topology) { admin in
+            let publisher = try await TestBroker.connection(.publisher)
+            try await publisher.publish(
+                AMQPOutgoingMessage(
+                    exchange: "", routingKey: topology.retryQueue(.sms, delay: .milliseconds(200)), body: Data("later".utf8),
+                    messageID: "delayed"))
+            #expect(await eventually { (try? await TestBroker.depth(topology.workQueue(.sms), using: admin)) == 1 })
+            let messages = try await TestBroker.drain(topology.workQueue(.sms), using: admin)
+            #expect(messages.map(\.messageID) == ["delayed"])
+            #expect(messages.first?.routingKey == "sms")
+            await publisher.shutdown()
+        }
+    }
+
+    @Test("redeclaring a queue with different arguments is reported with the queue's name")
+    func conflictingDeclaration() async throws {
+        let topology = TestBroker.topology()
+        try await TestBroker.withTopology(topology) { admin in
+            var conflicting = topology
+            conflicting.deliveryLimit = topology.deliveryLimit + 1
+            let changed = conflicting
+            do {
+                try await admin.perform { try changed.declare(on: $0) }
+                Issue.record("a conflicting declaration should fail")
+            } catch let error as AMQPError {
+                #expect(error.kind == .serverClosed(code: 406))
+                #expect(error.detail.contains(topology.workQueue(.sms)))
+            }
+            // The spare channel reopens for the next RPC.
+            #expect(try await TestBroker.depth(topology.workQueue(.sms), using: admin) == 0)
+        }
+    }
+
+    @Test("publishing while no broker answers fails fast with notConnected")
+    func noBroker() async throws {
+        let connection = AMQPConnection(
+            options: .init(endpoint: AMQPEndpoint(url: "amqp://guest:guest@127.0.0.1:1/%2f")!, role: .publisher, name: "nobroker"),
+            logger: .init(label: "test"))
+        connection.start()
+        let started = ContinuousClock.now
+        do {
+            try await connection.publish(AMQPOutgoingMessage(exchange: "x", routingKey: "y", body: Data()))
+            Issue.record("publish should fail")
+        } catch let error as AMQPError {
+            #expect(error.kind == .notConnected)
+        }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        await connection.shutdown()
+    }
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# A project-local RabbitMQ for `make run` / `make test`: no systemd, every listener and epmd on
+# 127.0.0.1, all state under $HERALD_STATE_DIR/rabbitmq (default .herald/rabbitmq, git-ignored).
+#
+#   scripts/broker.sh start   start one unless a broker already answers on $AMQP_PORT (default 5672)
+#   scripts/broker.sh stop    stop the broker this script started (and its epmd), nothing else
+#   scripts/broker.sh status  say whether a broker answers and whether it is ours
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STATE_DIR=${HERALD_STATE_DIR:-.herald}
+BASE="$(mkdir -p "$STATE_DIR" && cd "$STATE_DIR" && pwd)/rabbitmq"
+PORT=${AMQP_PORT:-5672}
+DIST_PORT=$((PORT + 20000))
+BIN=/usr/lib/rabbitmq/bin
+
+rmq_env() {
+  env HOME="$BASE" RABBITMQ_NODENAME="herald@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+    RABBITMQ_NODE_PORT="$PORT" RABBITMQ_DIST_PORT="$DIST_PORT" ERL_EPMD_ADDRESS=127.0.0.1 \
+    RABBITMQ_MNESIA_BASE="$BASE/mnesia" RABBITMQ_LOG_BASE="$BASE/log" RABBITMQ_PID_FILE="$BASE/rabbit.pid" \
+    RABBITMQ_CONFIG_FILE="$BASE/rabbitmq.conf" RABBITMQ_ENABLED_PLUGINS_FILE="$BASE/enabled_plugins" \
+    RABBITMQ_CONF_ENV_FILE="$BASE/rabbitmq-env.conf" RABBITMQ_ADVANCED_CONFIG_FILE="$BASE/advanced.config" \
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" "$@"
+}
+
+answers() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
+
+ours_running() { [ -f "$BASE/server.pid" ] && kill -0 "$(cat "$BASE/server.pid")" 2>/dev/null; }
+
+start() {
+  if answers; then
+    if ours_running; then echo "broker: ours is already running on 127.0.0.1:$PORT"; else echo "broker: using the broker already answering on 127.0.0.1:$PORT"; fi
+    return 0
+  fi
+  [ -x "$BIN/rabbitmq-server" ] || { echo "broker: rabbitmq-server is not installed (run scripts/setup.sh)" >&2; exit 1; }
+  mkdir -p "$BASE"
+  rm -f "$BASE/rabbit.pid"
+  printf '%s\n' "listeners.tcp.default = 127.0.0.1:$PORT" 'raft.wal_max_size_bytes = 67108864' \
+    'log.console = false' 'log.file.level = warning' > "$BASE/rabbitmq.conf"
+  echo '[].' > "$BASE/enabled_plugins"
+  : > "$BASE/rabbitmq-env.conf"
+  echo '[].' > "$BASE/advanced.config"
+  echo "broker: starting RabbitMQ on 127.0.0.1:$PORT (data in $BASE)"
+  # setsid: Ctrl-C in a foreground `make run` must not reach the broker before we stop it ourselves.
+  rmq_env setsid "$BIN/rabbitmq-server" > "$BASE/server.out" 2>&1 < /dev/null &
+  echo $! > "$BASE/server.pid"
+  if ! rmq_env "$BIN/rabbitmqctl" -q wait --timeout 120 "$BASE/rabbit.pid" > /dev/null 2>&1; then
+    echo "broker: RabbitMQ did not start; last lines of $BASE/server.out:" >&2
+    tail -20 "$BASE/server.out" >&2
+    exit 1
+  fi
+  echo "broker: ready"
+}
+
+stop() {
+  if ours_running; then
+    echo "broker: stopping the RabbitMQ started by this script"
+    rmq_env "$BIN/rabbitmqctl" -q shutdown > /dev/null 2>&1 || kill "$(cat "$BASE/server.pid")" 2>/dev/null || true
+    for _ in $(seq 1 50); do ours_running || break; sleep 0.2; done
+    rm -f "$BASE/server.pid"
+    # epmd outlives the broker; stop the one bound for it (only when no other Erlang node uses it).
+    if command -v epmd > /dev/null && ! epmd -names 2>/dev/null | grep -q '^name '; then epmd -kill > /dev/null 2>&1 || true; fi
+  else
+    echo "broker: none started by this script is running"
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status)
+    if answers; then echo "broker: answering on 127.0.0.1:$PORT$(ours_running && echo ' (ours)')"; else echo "broker: nothing on 127.0.0.1:$PORT"; fi ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
