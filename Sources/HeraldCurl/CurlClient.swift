@@ -1,0 +1,141 @@
+import CCurl
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Asynchronous HTTP over one libcurl multi handle driven by its own thread.
+///
+/// One multi handle shares a DNS cache and a connection pool (and HTTP/2 multiplexing) between all its
+/// transfers; libcurl handles must stay on one thread, so requests are configured on the caller's
+/// side, handed to the loop thread through a locked inbox, and completed through continuations.
+public final class CurlClient: Sendable {
+    struct Shared {
+        var inbox: [Transfer] = []
+        var stopping = false
+        var started = false
+    }
+
+    /// The multi handle, touched only by the loop thread (and `curl_multi_wakeup`, which is thread-safe).
+    let multi: MultiHandle
+    let shared = Mutex(Shared())
+    let logger: Logger
+
+    /// `maxConnectionsPerHost` caps parallel connections to one host (HTTP/2 multiplexes onto them).
+    public init(logger: Logger, maxConnectionsPerHost: Int = 0) {
+        CurlGlobal.initialize()
+        self.logger = logger
+        self.multi = MultiHandle()
+        herald_curl_multi_setopt_long(multi.handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        if maxConnectionsPerHost > 0 {
+            herald_curl_multi_setopt_long(multi.handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
+        }
+    }
+
+    /// Performs `request`; throws `CurlError` only when no HTTP response arrived.
+    public func perform(_ request: CurlHTTPRequest) async throws(CurlError) -> CurlHTTPResponse {
+        startIfNeeded()
+        let transfer = Transfer(request: request)
+        do {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlHTTPResponse, any Error>) in
+                transfer.continuation = continuation
+                let accepted = shared.withLock { state -> Bool in
+                    guard state.stopping == false else { return false }
+                    state.inbox.append(transfer)
+                    return true
+                }
+                if accepted {
+                    curl_multi_wakeup(multi.handle)
+                } else {
+                    transfer.finish(.failure(CurlError(kind: .other, code: -1, message: "client is shut down")))
+                }
+            }
+        } catch let error as CurlError {
+            throw error
+        } catch {
+            throw CurlError(kind: .other, code: -1, message: "\(error)")
+        }
+    }
+
+    /// Stops the loop; transfers in flight fail.
+    public func shutdown() {
+        shared.withLock { $0.stopping = true }
+        curl_multi_wakeup(multi.handle)
+    }
+
+    private func startIfNeeded() {
+        let start = shared.withLock { state -> Bool in
+            guard state.started == false else { return false }
+            state.started = true
+            return true
+        }
+        guard start else { return }
+        let thread = Thread { [self] in self.loop() }
+        thread.name = "curl"
+        thread.start()
+    }
+
+    private func loop() {
+        var active: [UnsafeMutableRawPointer: Transfer] = [:]
+        while true {
+            let (incoming, stopping) = shared.withLock { state -> ([Transfer], Bool) in
+                defer { state.inbox = [] }
+                return (state.inbox, state.stopping)
+            }
+            for transfer in incoming {
+                if let failure = transfer.configure() {
+                    transfer.finish(.failure(failure))
+                    continue
+                }
+                curl_multi_add_handle(multi.handle, transfer.easy)
+                active[transfer.easy] = transfer
+            }
+            if stopping {
+                for (easy, transfer) in active {
+                    curl_multi_remove_handle(multi.handle, easy)
+                    transfer.finish(.failure(CurlError(kind: .other, code: -1, message: "client shut down")))
+                }
+                return
+            }
+            var running: Int32 = 0
+            curl_multi_perform(multi.handle, &running)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi.handle, &queued) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                let result = message.pointee.data.result
+                curl_multi_remove_handle(multi.handle, easy)
+                if let transfer = active.removeValue(forKey: easy) {
+                    transfer.finish(transfer.outcome(result))
+                }
+            }
+            curl_multi_poll(multi.handle, nil, 0, 1000, nil)
+        }
+    }
+}
+
+/// Owns the multi handle's lifetime.
+final class MultiHandle: Sendable {
+    nonisolated(unsafe) let handle: UnsafeMutableRawPointer
+
+    init() {
+        handle = curl_multi_init()
+    }
+
+    deinit {
+        curl_multi_cleanup(handle)
+    }
+}
+
+/// `curl_global_init` once per process, before any other thread uses libcurl; and SIGPIPE ignored,
+/// because `CURLOPT_NOSIGNAL` (required with threads) stops libcurl from masking it.
+enum CurlGlobal {
+    private static let once: Void = {
+        curl_global_init(Int(CURL_GLOBAL_ALL))
+        signal(SIGPIPE, SIG_IGN)
+    }()
+
+    static func initialize() { _ = once }
+}

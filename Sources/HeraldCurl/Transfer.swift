@@ -1,0 +1,171 @@
+import CCurl
+import Foundation
+
+/// One easy handle and everything that must outlive it: header list, buffers, continuation.
+/// Configured and completed on the loop thread.
+final class Transfer: @unchecked Sendable {
+    // @unchecked: after `perform` hands it to the inbox, only the loop thread touches it.
+    let request: CurlHTTPRequest
+    let easy: UnsafeMutableRawPointer
+    var continuation: CheckedContinuation<CurlHTTPResponse, any Error>?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var body = Data()
+    var responseHeaders: [(name: String, value: String)] = []
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+
+    init(request: CurlHTTPRequest) {
+        self.request = request
+        self.easy = curl_easy_init()
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    /// Applies the request to the easy handle; returns an error for options libcurl refused.
+    func configure() -> CurlError? {
+        let opaque = Unmanaged.passUnretained(self).toOpaque()
+        var codes: [CURLcode] = []
+        codes.append(herald_curl_setopt_string(easy, CURLOPT_URL, request.url))
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        codes.append(herald_curl_setopt_pointer(easy, CURLOPT_PRIVATE, opaque))
+        codes.append(herald_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeout.curlMilliseconds)))
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.curlMilliseconds)))
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_MAXAGE_CONN, 600))
+        codes.append(herald_curl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, transferWriteBody))
+        codes.append(herald_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, opaque))
+        codes.append(herald_curl_setopt_callback(easy, CURLOPT_HEADERFUNCTION, transferWriteHeader))
+        codes.append(herald_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, opaque))
+        switch request.version {
+        case .http1_1:
+            codes.append(herald_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
+        case .http2:
+            codes.append(herald_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+            codes.append(herald_curl_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
+        case .http2PriorKnowledge:
+            codes.append(herald_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)))
+            codes.append(herald_curl_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
+        }
+        if let caFile = request.caFile {
+            codes.append(herald_curl_setopt_string(easy, CURLOPT_CAINFO, caFile))
+        }
+        if let payload = request.body {
+            codes.append(herald_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, payload.count))
+            // COPYPOSTFIELDS copies: the Swift buffer need not outlive this call.
+            codes.append(payload.withUnsafeBytes { raw in
+                herald_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)))
+            })
+        }
+        if request.method != "POST" || request.body == nil {
+            if request.method == "GET" {
+                codes.append(herald_curl_setopt_long(easy, CURLOPT_HTTPGET, 1))
+            } else {
+                codes.append(herald_curl_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method))
+            }
+        }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in request.headers {
+            list = curl_slist_append(list, "\(header.name): \(header.value)")
+        }
+        // libcurl adds "Expect: 100-continue" to larger bodies, costing a round trip; gateways don't need it.
+        list = curl_slist_append(list, "Expect:")
+        headerList = list
+        codes.append(herald_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
+        if let bad = codes.first(where: { $0 != CURLE_OK }) {
+            return CurlError(kind: .configuration, code: Int(bad.rawValue), message: String(cString: curl_easy_strerror(bad)))
+        }
+        return nil
+    }
+
+    func outcome(_ result: CURLcode) -> Result<CurlHTTPResponse, CurlError> {
+        guard result == CURLE_OK else {
+            var requestSize = 0
+            herald_curl_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &requestSize)
+            let detail = String(cString: errorBuffer)
+            let message = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
+            return .failure(CurlError(kind: Self.classify(result, requestSent: requestSize > 0), code: Int(result.rawValue), message: message))
+        }
+        var status = 0
+        herald_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var version = 0
+        herald_curl_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        var retryAfter: curl_off_t = 0
+        herald_curl_getinfo_off_t(easy, CURLINFO_RETRY_AFTER, &retryAfter)
+        let httpVersion: Int
+        switch version {
+        case Int(CURL_HTTP_VERSION_2_0): httpVersion = 20
+        case Int(CURL_HTTP_VERSION_1_0): httpVersion = 10
+        default: httpVersion = 11
+        }
+        return .success(
+            CurlHTTPResponse(
+                status: status, headers: responseHeaders, body: body, httpVersion: httpVersion,
+                retryAfter: retryAfter > 0 ? .seconds(Int64(retryAfter)) : nil))
+    }
+
+    static func classify(_ code: CURLcode, requestSent: Bool) -> CurlError.Kind {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR:
+            return .couldNotConnect
+        case CURLE_OPERATION_TIMEDOUT:
+            return requestSent ? .failedAfterSending : .timedOutBeforeSending
+        case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_PARTIAL_FILE:
+            return requestSent ? .failedAfterSending : .couldNotConnect
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_URL_MALFORMAT,
+            CURLE_UNSUPPORTED_PROTOCOL:
+            return .configuration
+        default:
+            return .other
+        }
+    }
+
+    func finish(_ result: Result<CurlHTTPResponse, CurlError>) {
+        guard let continuation else { return }
+        self.continuation = nil
+        switch result {
+        case .success(let response): continuation.resume(returning: response)
+        case .failure(let error): continuation.resume(throwing: error)
+        }
+    }
+
+    func appendHeaderLine(_ line: String) {
+        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("HTTP/") {
+            // A new status line (after 100 Continue or a redirect): keep only the final response's headers.
+            responseHeaders = []
+            return
+        }
+        guard let colon = trimmed.firstIndex(of: ":") else { return }
+        let name = trimmed[..<colon].lowercased()
+        let value = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        responseHeaders.append((name, value))
+    }
+}
+
+private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    transfer.body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
+    return size * count
+}
+
+private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self)
+    transfer.appendHeaderLine(line)
+    return size * count
+}
+
+extension Duration {
+    /// Whole milliseconds, as libcurl's `_MS` options take them.
+    var curlMilliseconds: Int {
+        let parts = components
+        return Int(parts.seconds) * 1000 + Int(parts.attoseconds / 1_000_000_000_000_000)
+    }
+}

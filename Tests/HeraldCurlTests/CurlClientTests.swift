@@ -1,0 +1,81 @@
+import Foundation
+import HeraldCurl
+import HeraldTesting
+import Testing
+
+@Suite("libcurl HTTP client against a real HTTP server")
+struct CurlClientTests {
+    let client = CurlClient(logger: quietLogger())
+
+    @Test("POSTs a JSON body with headers and reads status, headers and body")
+    func postJSON() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        let response = try await client.perform(
+            CurlHTTPRequest(
+                url: gateway.url, headers: [("Content-Type", "application/json"), ("Authorization", "Bearer k")],
+                body: Data(#"{"to":"+15555550100","body":"hi","reference":"r1"}"#.utf8)))
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("queued"))
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(response.httpVersion == 11)
+        let received = try #require(gateway.received.first)
+        #expect(received.to == "+15555550100")
+        #expect(received.headers["authorization"] == "Bearer k")
+        #expect(received.headers["expect"] == nil)
+    }
+
+    @Test("reports Retry-After of a 429")
+    func retryAfter() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        gateway.script([.init(status: 429, headers: ["Retry-After": "7"])])
+        let response = try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data("{}".utf8)))
+        #expect(response.status == 429)
+        #expect(response.retryAfter == .seconds(7))
+    }
+
+    @Test("a refused connection is couldNotConnect: nothing was sent")
+    func refused() async throws {
+        do {
+            _ = try await client.perform(CurlHTTPRequest(url: "http://127.0.0.1:1/sms", body: Data("{}".utf8)))
+            Issue.record("expected a transport error")
+        } catch {
+            #expect(error.kind == .couldNotConnect)
+        }
+    }
+
+    @Test("a server that never answers in time is failedAfterSending: it may have acted")
+    func timeoutAfterSending() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        gateway.script([.init(status: 200, delay: .seconds(3))])
+        do {
+            _ = try await client.perform(
+                CurlHTTPRequest(url: gateway.url, body: Data("{}".utf8), timeout: .milliseconds(500)))
+            Issue.record("expected a timeout")
+        } catch {
+            #expect(error.kind == .failedAfterSending)
+            #expect(error.code == 28)
+        }
+        #expect(gateway.received.count == 1)
+    }
+
+    @Test("many requests run concurrently on one loop")
+    func concurrent() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        gateway.setFallback(.init(status: 200, delay: .milliseconds(200)))
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data("{\"n\":\"\(index)\"}".utf8))).status
+                }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        // Sequential requests would never overlap at the server.
+        #expect(gateway.maxInFlight > 10)
+        #expect(gateway.received.count == 40)
+    }
+}
