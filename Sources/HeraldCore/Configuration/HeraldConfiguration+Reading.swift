@@ -47,7 +47,7 @@ extension HeraldConfiguration {
         try amqp.finish()
 
         let store = try root.section("store")
-        self.store = Store(url: try store.string("url", default: "sqlite:.herald/herald.sqlite"))
+        self.store = Store(url: try store.string("url", default: "sqlite:\(self.state.dir)/herald.sqlite"))
         if self.store.url.hasPrefix("postgres://") || self.store.url.hasPrefix("postgresql://") {
             throw store.fail("url", "the PostgreSQL store is not available in this version yet; use sqlite:<path>")
         }

@@ -57,7 +57,7 @@ public struct HeraldConfiguration: Sendable {
         public var connectTimeout: Duration
     }
 
-    /// `store`: `sqlite:<path>` (default) or `postgres://…` (not yet supported).
+    /// `store`: `sqlite:<path>` (default `sqlite:<state.dir>/herald.sqlite`) or `postgres://…` (not yet supported).
     public struct Store: Sendable {
         public var url: String
     }

@@ -1,0 +1,243 @@
+import Foundation
+import HeraldCore
+
+/// The embedded store: one SQLite file shared by every Herald process on a machine.
+///
+/// Every decision that must hold across processes (spending a check attempt, consuming a session,
+/// claiming a job) is a single statement, so SQLite's single writer makes it atomic; the statements
+/// are written in the subset of SQL that PostgreSQL also runs (UPSERT, RETURNING, integer milliseconds).
+public final class SQLiteStore: HeraldStoreProtocol {
+    /// Only touched on `queue`.
+    private let connection: SQLiteConnection
+    private let queue: DispatchQueue
+
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    public init(path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if directory.isEmpty == false {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        self.connection = try SQLiteConnection(path: path)
+        self.queue = DispatchQueue(label: "herald.sqlite")
+        try SQLiteMigrations.migrate(connection)
+    }
+
+    /// Opens the store named by a `sqlite:<path>` URL.
+    public convenience init(url: String) throws {
+        guard url.hasPrefix("sqlite:") else { throw StoreError(code: -1, message: "not a sqlite: URL") }
+        try self.init(path: String(url.dropFirst("sqlite:".count)))
+    }
+
+    /// Runs `body` on the store's queue (off the cooperative thread pool: SQLite may block on locks).
+    func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { [connection] in
+                continuation.resume(with: Result { try body(connection) })
+            }
+        }
+    }
+
+    // MARK: VerificationStore
+
+    public func insertSession(_ session: VerificationSession) async throws {
+        try await run { db in
+            try db.query(
+                """
+                INSERT INTO verification_sessions
+                  (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .text(session.id), .text(session.projectID), .text(session.phoneNumber), .blob(session.codeHash),
+                    .integer(session.createdAt.millisecondsSince1970), .integer(session.expiresAt.millisecondsSince1970),
+                    .integer(Int64(session.attempts)), .integer(Int64(session.maxAttempts)),
+                    session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
+                    session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null,
+                ])
+        }
+    }
+
+    public func deleteSession(id: String) async throws {
+        try await run { db in
+            try db.query("DELETE FROM verification_sessions WHERE id = ?", [.text(id)])
+        }
+    }
+
+    private static let sessionColumns =
+        "id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id"
+
+    public func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation? {
+        try await run { db in
+            let reserved = try db.query(
+                """
+                UPDATE verification_sessions SET attempts = attempts + 1
+                WHERE id = ? AND consumed_at_ms IS NULL AND attempts < max_attempts
+                RETURNING \(Self.sessionColumns)
+                """, [.text(sessionID)])
+            if let row = reserved.first { return .init(session: try Self.session(row), reserved: true) }
+            let current = try db.query("SELECT \(Self.sessionColumns) FROM verification_sessions WHERE id = ?", [.text(sessionID)])
+            return try current.first.map { .init(session: try Self.session($0), reserved: false) }
+        }
+    }
+
+    public func consumeSession(id: String, at date: Date) async throws -> Bool {
+        try await run { db in
+            let rows = try db.query(
+                "UPDATE verification_sessions SET consumed_at_ms = ? WHERE id = ? AND consumed_at_ms IS NULL RETURNING id",
+                [.integer(date.millisecondsSince1970), .text(id)])
+            return rows.isEmpty == false
+        }
+    }
+
+    /// Deletes sessions that expired before `date` (they can only answer SESSION_EXPIRED until then).
+    @discardableResult
+    public func purgeSessions(expiredBefore date: Date) async throws -> Int {
+        try await run { db in
+            try db.query("DELETE FROM verification_sessions WHERE expires_at_ms < ?", [.integer(date.millisecondsSince1970)])
+            return db.changes
+        }
+    }
+
+    static func session(_ row: [SQLiteValue]) throws -> VerificationSession {
+        guard row.count == 10, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
+            let hash = row[3].data, let created = row[4].int, let expires = row[5].int, let attempts = row[6].int,
+            let maxAttempts = row[7].int
+        else { throw StoreError(code: -1, message: "malformed verification_sessions row") }
+        return VerificationSession(
+            id: id, projectID: project, phoneNumber: phone, codeHash: hash, createdAt: .init(milliseconds: created),
+            expiresAt: .init(milliseconds: expires), attempts: Int(attempts), maxAttempts: Int(maxAttempts),
+            consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(uuidString:)))
+    }
+
+    // MARK: AccountStore
+
+    private static let userColumns = "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled"
+
+    public func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool) {
+        let candidate = SecureRandom.alphanumeric(28)
+        return try await run { db in
+            let rows = try db.query(
+                """
+                INSERT INTO users (local_id, project_id, phone_number, created_at_ms, last_login_at_ms)
+                VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (project_id, phone_number) WHERE phone_number IS NOT NULL
+                DO UPDATE SET last_login_at_ms = excluded.last_login_at_ms
+                RETURNING \(Self.userColumns)
+                """,
+                [.text(candidate), .text(projectID), .text(phoneNumber), .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
+            guard let row = rows.first else { throw StoreError(code: -1, message: "user upsert returned nothing") }
+            let user = try Self.user(row)
+            return (user, user.localID == candidate)
+        }
+    }
+
+    public func user(projectID: String, localID: String) async throws -> UserAccount? {
+        try await run { db in
+            try db.query("SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
+                .first.map(Self.user)
+        }
+    }
+
+    static func user(_ row: [SQLiteValue]) throws -> UserAccount {
+        guard row.count == 7, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
+            let lastLogin = row[4].int
+        else { throw StoreError(code: -1, message: "malformed users row") }
+        return UserAccount(
+            localID: localID, projectID: project, phoneNumber: row[2].string, createdAt: .init(milliseconds: created),
+            lastLoginAt: .init(milliseconds: lastLogin), validSince: row[5].int.map(Date.init(milliseconds:)),
+            disabled: row[6].int.map { $0 != 0 } ?? false)
+    }
+
+    public func insertRefreshToken(_ record: RefreshTokenRecord) async throws {
+        try await run { db in
+            try db.query(
+                "INSERT INTO refresh_tokens (token_hash, project_id, local_id, provider, created_at_ms) VALUES (?, ?, ?, ?, ?)",
+                [.text(record.tokenHash), .text(record.projectID), .text(record.localID), .text(record.provider), .integer(record.createdAt.millisecondsSince1970)])
+        }
+    }
+
+    public func refreshToken(hash: String) async throws -> RefreshTokenRecord? {
+        try await run { db in
+            guard let row = try db.query(
+                "SELECT token_hash, project_id, local_id, provider, created_at_ms FROM refresh_tokens WHERE token_hash = ?", [.text(hash)]
+            ).first,
+                let tokenHash = row[0].string, let project = row[1].string, let localID = row[2].string,
+                let provider = row[3].string, let created = row[4].int
+            else { return nil }
+            return RefreshTokenRecord(
+                tokenHash: tokenHash, projectID: project, localID: localID, provider: provider, createdAt: .init(milliseconds: created))
+        }
+    }
+
+    // MARK: DeliveryLedger
+
+    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
+        try await run { db in
+            try db.query(
+                """
+                INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
+                VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)
+                ON CONFLICT (job_id) DO NOTHING
+                """,
+                [.text(jobID.uuidString.lowercased()), .text(projectID), .text(type.rawValue), .text(destination),
+                 .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
+        }
+    }
+
+    public func claimDelivery(
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date
+    ) async throws -> DeliveryClaim {
+        try await claimDelivery(jobID: jobID, projectID: projectID, type: type, destination: destination, owner: owner, now: now, reclaimInDoubt: false)
+    }
+
+    /// Claims a job; with `reclaimInDoubt` a job another worker claimed and never finished is taken
+    /// over too (`workers.<type>.retryUncertain`: risks a duplicate, never a loss).
+    public func claimDelivery(
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
+    ) async throws -> DeliveryClaim {
+        let id = jobID.uuidString.lowercased()
+        let claimable = reclaimInDoubt ? "('pending', 'retrying', 'sending')" : "('pending', 'retrying')"
+        return try await run { db in
+            let claimed = try db.query(
+                """
+                INSERT INTO deliveries (job_id, project_id, type, destination, status, owner, attempts, created_at_ms, updated_at_ms)
+                VALUES (?, ?, ?, ?, 'sending', ?, 1, ?, ?)
+                ON CONFLICT (job_id) DO UPDATE SET
+                  status = 'sending', owner = excluded.owner, attempts = deliveries.attempts + 1,
+                  updated_at_ms = excluded.updated_at_ms
+                WHERE deliveries.status IN \(claimable)
+                RETURNING attempts
+                """,
+                [.text(id), .text(projectID), .text(type.rawValue), .text(destination), .text(owner),
+                 .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
+            if let attempts = claimed.first?[0].int { return .claimed(attempt: Int(attempts)) }
+            guard let row = try db.query("SELECT status, owner FROM deliveries WHERE job_id = ?", [.text(id)]).first,
+                let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
+            else { throw StoreError(code: -1, message: "delivery claim found no row") }
+            if status == .sending { return .inDoubt(owner: row[1].string ?? "unknown") }
+            return .finished(status)
+        }
+    }
+
+    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws {
+        try await run { db in
+            try db.query(
+                "UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ? WHERE job_id = ?",
+                [.text(status.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now.millisecondsSince1970), .text(jobID.uuidString.lowercased())])
+        }
+    }
+
+    public func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)? {
+        try await run { db in
+            guard let row = try db.query(
+                "SELECT status, reason, attempts FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
+            ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
+            else { return nil }
+            return (status, row[1].string, Int(row[2].int ?? 0))
+        }
+    }
+}
+
+extension Date {
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}
