@@ -1,0 +1,93 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@Suite("Job schema, retry policy, templates, durations")
+struct JobAndPolicyTests {
+    @Test("a job round-trips through its JSON body")
+    func jobRoundTrip() throws {
+        let job = Job(
+            project: "demo-project", createdAt: Date(timeIntervalSince1970: 1_800_000_000.125),
+            expiresAt: Date(timeIntervalSince1970: 1_800_000_300.5), locale: "de",
+            payload: .sms(SMSMessage(to: "+15555550100", template: .verification, params: ["codeSealed": "abc=", "app": "Demo"])))
+        let body = JobCodec.encode(job)
+        let decoded = try JobCodec.decode(body)
+        #expect(decoded == job)
+        let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        #expect(object["type"] as? String == "sms")
+        #expect(object["id"] as? String == job.id.uuidString.lowercased())
+        #expect(object["createdAt"] as? String == "2027-01-15T08:00:00.125Z")
+        #expect(object["idempotencyKey"] as? String == job.id.uuidString.lowercased())
+    }
+
+    @Test("decoding names the field that is wrong", arguments: [
+        (#"{"project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+1","template":"verification"}"#, "id"),
+        (#"{"id":"nope","project":"p","type":"sms"}"#, "id"),
+        (#"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"fax","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z"}"#, "type"),
+        (#"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"yesterday","expiresAt":"2026-01-01T00:05:00Z"}"#, "createdAt"),
+        (#"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+1","template":"poem"}"#, "template"),
+        ("not json", "body"),
+    ])
+    func decodingErrors(body: String, field: String) {
+        #expect(throws: JobCodec.DecodingError.self) { try JobCodec.decode(Data(body.utf8)) }
+        do {
+            _ = try JobCodec.decode(Data(body.utf8))
+        } catch {
+            #expect(error.field == field)
+        }
+    }
+
+    @Test("retries climb the ladder, honour Retry-After, stop at expiry and when exhausted")
+    func retryPolicy() {
+        let policy = RetryPolicy(delays: [.seconds(1), .seconds(5), .seconds(30)])
+        let now = Date()
+        let later = now.addingTimeInterval(300)
+        #expect(policy.decide(failures: 1, retryAfter: nil, now: now, expiresAt: later) == .retry(delay: .seconds(1)))
+        #expect(policy.decide(failures: 2, retryAfter: nil, now: now, expiresAt: later) == .retry(delay: .seconds(5)))
+        #expect(policy.decide(failures: 1, retryAfter: .seconds(3), now: now, expiresAt: later) == .retry(delay: .seconds(5)))
+        #expect(policy.decide(failures: 1, retryAfter: .seconds(20), now: now, expiresAt: later) == .retry(delay: .seconds(30)))
+        #expect(policy.decide(failures: 4, retryAfter: nil, now: now, expiresAt: later) == .giveUp(.exhausted))
+        #expect(policy.decide(failures: 3, retryAfter: nil, now: now, expiresAt: now.addingTimeInterval(10)) == .giveUp(.wouldExpire))
+        #expect(policy.decide(failures: 1, retryAfter: .seconds(600), now: now, expiresAt: later) == .giveUp(.wouldExpire))
+    }
+
+    @Test("templates substitute and escape by destination")
+    func templates() throws {
+        let text = try Template("{{code}} is your code for {{app}}.", allowed: ["code", "app"])
+        #expect(text.render(["code": "012345", "app": "Demo"]) == "012345 is your code for Demo.")
+        let json = try Template(#"{"body":"{{body}}"}"#, allowed: ["body"])
+        let rendered = json.render(["body": "a \"quoted\"\nline\\"], escaping: .jsonString)
+        let parsed = try JSONSerialization.jsonObject(with: Data(rendered.utf8)) as? [String: String]
+        #expect(parsed?["body"] == "a \"quoted\"\nline\\")
+        let form = try Template("To={{to}}&Body={{body}}", allowed: ["to", "body"])
+        #expect(form.render(["to": "+15555550100", "body": "a&b=c ü"], escaping: .formURLEncoded) == "To=%2B15555550100&Body=a%26b%3Dc%20%C3%BC")
+        #expect(throws: Template.ParseError.self) { try Template("{{cod}}", allowed: ["code"]) }
+        #expect(throws: Template.ParseError.self) { try Template("{{code", allowed: ["code"]) }
+    }
+
+    @Test("durations and rate policies parse as configuration writes them")
+    func parsing() {
+        #expect(DurationText.parse("500ms") == .milliseconds(500))
+        #expect(DurationText.parse("120s") == .seconds(120))
+        #expect(DurationText.parse("10m") == .seconds(600))
+        #expect(DurationText.parse("6h") == .seconds(21_600))
+        #expect(DurationText.parse("1d") == .seconds(86_400))
+        for bad in ["", "5", "m", "5 m", "-5s", "1.5s", "5w"] { #expect(DurationText.parse(bad) == nil) }
+        #expect(DurationText.format(.seconds(300)) == "5m")
+        #expect(DurationText.format(.milliseconds(1500)) == "1500ms")
+        #expect(RatePolicy.parse("5/1h") == RatePolicy(limit: 5, period: .seconds(3600)))
+        #expect(RatePolicy.parse("1000/1m burst 200") == RatePolicy(limit: 1000, period: .seconds(60), burst: 200))
+        for bad in ["5", "5/", "/1h", "0/1h", "5/0s", "5/1h burst", "5/1h burst x", "5/1h flood 3"] { #expect(RatePolicy.parse(bad) == nil) }
+    }
+
+    @Test("traceparent headers parse and propagate")
+    func traceparent() throws {
+        let parent = try #require(TraceParent(header: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+        let child = parent.child()
+        #expect(child.traceID == parent.traceID)
+        #expect(child.spanID != parent.spanID)
+        #expect(TraceParent(header: "garbage") == nil)
+        #expect(TraceParent(header: "00-00000000000000000000000000000000-00f067aa0ba902b7-01") == nil)
+        #expect(TraceParent(header: TraceParent.random().description) != nil)
+    }
+}

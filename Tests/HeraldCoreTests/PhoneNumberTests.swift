@@ -1,0 +1,55 @@
+import HeraldCore
+import Testing
+
+@Suite("E.164 phone numbers")
+struct PhoneNumberTests {
+    @Test(
+        "valid numbers normalise to E.164 with their region",
+        arguments: [
+            ("+16505553434", "+16505553434", "1", "US"),
+            ("+1 (650) 555-3434", "+16505553434", "1", "US"),
+            ("+15555550100", "+15555550100", "1", "US"),
+            ("+1 416 555 0199", "+14165550199", "1", "CA"),
+            ("+1 787 555 0100", "+17875550100", "1", "PR"),
+            ("+447911123456", "+447911123456", "44", "GB"),
+            ("+49 1512 3456789", "+4915123456789", "49", "DE"),
+            ("+33 6 12 34 56 78", "+33612345678", "33", "FR"),
+            ("+79161234567", "+79161234567", "7", "RU"),
+            ("+77011234567", "+77011234567", "7", "KZ"),
+            ("+8613812345678", "+8613812345678", "86", "CN"),
+            ("+905321234567", "+905321234567", "90", "TR"),
+            ("+35850123456", "+35850123456", "358", "FI"),
+            ("+97150123456", "+97150123456", "971", "AE"),
+            ("+919876543210", "+919876543210", "91", "IN"),
+        ])
+    func valid(input: String, e164: String, callingCode: String, region: String) throws {
+        let number = try PhoneNumber(parsing: input)
+        #expect(number.e164 == e164)
+        #expect(number.callingCode == callingCode)
+        #expect(number.region == region)
+    }
+
+    @Test(
+        "malformed numbers are INVALID_PHONE_NUMBER : Invalid format.",
+        arguments: [nil, "", "16505553434", "+", "+1-650-555-343a", "++16505553434", "+0123456789", "+999123456789",
+                    "phone", "+1 650 555 3434 ext 5", "+11505553434", "+16501553434", " +1650555 3434x"])
+    func invalidFormat(input: String?) {
+        #expect(throws: PhoneNumber.ParseError.invalidFormat) { try PhoneNumber(parsing: input) }
+    }
+
+    @Test("too few digits for the country are TOO_SHORT", arguments: ["+1650555343", "+4479111", "+12", "+3361234567"])
+    func tooShort(input: String) {
+        #expect(throws: PhoneNumber.ParseError.tooShort) { try PhoneNumber(parsing: input) }
+    }
+
+    @Test("too many digits are TOO_LONG", arguments: ["+165055534345", "+3361234567890", "+4915123456789012"])
+    func tooLong(input: String) {
+        #expect(throws: PhoneNumber.ParseError.tooLong) { try PhoneNumber(parsing: input) }
+    }
+
+    @Test("masking keeps only the last four digits")
+    func masked() throws {
+        #expect(try PhoneNumber(parsing: "+15555550100").masked == "+*******0100")
+        #expect(try PhoneNumber(parsing: "+447911123456").prefix(digits: 5) == "+44791")
+    }
+}
