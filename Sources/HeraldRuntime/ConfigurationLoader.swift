@@ -1,0 +1,86 @@
+import Foundation
+import HeraldCore
+import Yams
+
+/// Loads config/herald.yaml (or `--config`, or `HERALD_CONFIG`), applies `HERALD_*` overrides and
+/// validates everything, so every executable refuses a bad configuration in the same words.
+public enum ConfigurationLoader {
+    /// The default path, relative to the working directory.
+    public static let defaultPath = "config/herald.yaml"
+
+    /// Variables that configure the loader itself rather than a key.
+    static let reservedVariables: Set<String> = ["HERALD_CONFIG"]
+
+    /// Loads the file at `path` (else `HERALD_CONFIG`, else the default) with `environment` overrides.
+    public static func load(
+        path: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> (configuration: HeraldConfiguration, path: String) {
+        let resolved = path ?? environment["HERALD_CONFIG"] ?? defaultPath
+        guard let text = FileManager.default.contents(atPath: resolved).map({ String(decoding: $0, as: UTF8.self) }) else {
+            throw ConfigError(key: "(file)", problem: "cannot read configuration file '\(resolved)'")
+        }
+        do {
+            return (try parse(yaml: text, environment: environment), resolved)
+        } catch let error as ConfigError {
+            throw ConfigError(key: error.key, problem: "\(error.problem) [in \(resolved)]")
+        }
+    }
+
+    /// Parses configuration text with `environment` overrides.
+    public static func parse(yaml: String, environment: [String: String] = [:]) throws -> HeraldConfiguration {
+        let root: ConfigValue?
+        do {
+            root = try Yams.compose(yaml: yaml).map { try value(of: $0, at: "") }
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw ConfigError(key: "(file)", problem: "not valid YAML: \(error)")
+        }
+        var overrides: [String: ConfigValue] = [:]
+        for (name, text) in environment where name.hasPrefix("HERALD_") && reservedVariables.contains(name) == false {
+            overrides[name] = try overrideValue(text, variable: name)
+        }
+        let session = ConfigReader.Session(environment: overrides)
+        let configuration = try HeraldConfiguration(reader: try ConfigReader(root: root, session: session))
+        if let unknown = session.unusedEnvironment().first {
+            throw ConfigError(key: unknown, problem: "environment variable matches no configuration key (HERALD_<UPPER_SNAKE_PATH>, e.g. HERALD_SMS_HTTP_URL)")
+        }
+        return configuration
+    }
+
+    /// An environment value: YAML flow syntax for lists and mappings (`["5/1h"]`, `{a: b}`), else a scalar.
+    static func overrideValue(_ text: String, variable: String) throws -> ConfigValue {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasPrefix("[") || trimmed.hasPrefix("{") else { return .scalar(text, plain: true) }
+        do {
+            guard let node = try Yams.compose(yaml: trimmed) else { return .scalar("", plain: true) }
+            return try value(of: node, at: variable)
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw ConfigError(key: variable, problem: "not valid YAML flow syntax: \(error)")
+        }
+    }
+
+    static func value(of node: Node, at path: String) throws -> ConfigValue {
+        switch node {
+        case .scalar(let scalar):
+            return .scalar(scalar.string, plain: scalar.style == .plain || scalar.style == .any)
+        case .sequence(let sequence):
+            return .list(try sequence.enumerated().map { try value(of: $1, at: "\(path)[\($0)]") })
+        case .mapping(let mapping):
+            var map: [String: ConfigValue] = [:]
+            for (key, item) in mapping {
+                guard let name = key.scalar?.string else {
+                    throw ConfigError(key: path.isEmpty ? "(root)" : path, problem: "mapping keys must be plain strings")
+                }
+                let childPath = path.isEmpty ? name : "\(path).\(name)"
+                guard map[name] == nil else { throw ConfigError(key: childPath, problem: "key appears twice") }
+                map[name] = try value(of: item, at: childPath)
+            }
+            return .map(map)
+        case .alias:
+            throw ConfigError(key: path.isEmpty ? "(root)" : path, problem: "YAML aliases are not supported")
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import Testing
+
+@Suite("Configuration loading and validation")
+struct ConfigurationTests {
+    static let minimal = """
+        projects:
+          - id: p1
+            apiKeys: [k1]
+        sms:
+          http: {url: "http://127.0.0.1:1/sms"}
+        """
+
+    func problem(_ yaml: String, environment: [String: String] = [:]) -> ConfigError? {
+        do {
+            _ = try ConfigurationLoader.parse(yaml: yaml, environment: environment)
+            return nil
+        } catch let error as ConfigError {
+            return error
+        } catch {
+            Issue.record("unexpected error \(error)")
+            return nil
+        }
+    }
+
+    @Test("the shipped config/herald.yaml is valid and says what the architecture promises")
+    func shippedFile() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let (configuration, _) = try ConfigurationLoader.load(path: root.appendingPathComponent("config/herald.yaml").path, environment: [:])
+        #expect(configuration.http.port == 9099)
+        #expect(configuration.devMode)
+        #expect(configuration.sms.provider == "console")
+        #expect(configuration.state.dir == ".herald")
+        #expect(configuration.store.url == "sqlite:.herald/herald.sqlite")
+        #expect(configuration.amqp.queueType == "quorum")
+        #expect(configuration.workers.sms.retryDelays == [.seconds(1), .seconds(5), .seconds(30), .seconds(120)])
+        #expect(configuration.limits.perNumber == [RatePolicy.parse("5/1h")!, RatePolicy.parse("10/1d")!])
+        let project = try #require(configuration.project(forAPIKey: "demo-api-key"))
+        #expect(project.phone.testNumbers == ["+16505553434": "654321"])
+        #expect(project.phone.codeTTL == .seconds(300))
+    }
+
+    @Test("defaults fill everything a minimal file leaves out")
+    func defaults() throws {
+        let configuration = try ConfigurationLoader.parse(yaml: Self.minimal)
+        #expect(configuration.amqp.exchange == "herald")
+        #expect(configuration.amqp.prefetch == 32)
+        #expect(configuration.projects[0].phone.codeLength == 6)
+        #expect(configuration.projects[0].displayName == "p1")
+        #expect(configuration.devMode == false)
+        #expect(configuration.sms.templates["verification"]?.render(["code": "1", "app": "A"]) == "1 is your verification code for A.")
+    }
+
+    @Test("an unknown key stops start-up naming the key and suggesting the right one")
+    func unknownKey() {
+        let error = problem(Self.minimal + "\n  htp: {timeout: 5s}\n")
+        #expect(error?.key == "sms.htp")
+        #expect(error?.problem.contains("did you mean 'sms.http'") == true)
+        #expect(problem("projects:\n  - id: p1\n    apiKeys: [k]\n    phone: {codeTTl: 5m}\nsms: {provider: console}\ndevMode: true")?.key == "projects[0].phone.codeTTl")
+        #expect(problem(Self.minimal + "\nbogus: 1\n")?.key == "bogus")
+    }
+
+    @Test(
+        "bad values name their key",
+        arguments: [
+            ("amqp: {heartbeat: 30}", "amqp.heartbeat"),
+            ("amqp: {prefetch: lots}", "amqp.prefetch"),
+            ("amqp: {queueType: stream}", "amqp.queueType"),
+            ("amqp: {url: \"http://x\"}", "amqp.url"),
+            ("codes: {sealingKey: \"c2hvcnQ=\"}", "codes.sealingKey"),
+            ("limits: {perIP: [\"50 per minute\"]}", "limits.perIP[0]"),
+            ("workers: {sms: {retryDelays: [1s, soon]}}", "workers.sms.retryDelays[1]"),
+            ("logging: {level: loud}", "logging.level"),
+            ("store: {url: \"mysql://x\"}", "store.url"),
+            ("http: {port: 70000}", "http.port"),
+        ])
+    func badValues(extra: String, key: String) {
+        #expect(problem(Self.minimal + "\n" + extra)?.key == key)
+    }
+
+    @Test("project rules: ids, keys, test numbers and their codes")
+    func projectRules() {
+        #expect(problem("projects: []")?.key == "projects")
+        #expect(problem("projects:\n  - id: Bad_ID\n    apiKeys: [k]")?.key == "projects[0].id")
+        #expect(problem("projects:\n  - id: p\n    apiKeys: []")?.key == "projects[0].apiKeys")
+        #expect(problem("projects:\n  - {id: a, apiKeys: [k]}\n  - {id: b, apiKeys: [k]}\nsms: {http: {url: \"http://x\"}}")?.key == "projects[1].apiKeys")
+        #expect(problem("projects:\n  - {id: a, apiKeys: [k]}\n  - {id: a, apiKeys: [j]}\nsms: {http: {url: \"http://x\"}}")?.key == "projects[1].id")
+        let badNumber = problem("projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"12345\": \"123456\"}}\nsms: {http: {url: \"http://x\"}}")
+        #expect(badNumber?.key == "projects[0].phone.testNumbers.12345")
+        let badCode = problem("projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"+16505553434\": \"12\"}}\nsms: {http: {url: \"http://x\"}}")
+        #expect(badCode?.problem.contains("exactly 6 digits") == true)
+        let eleven = (0..<11).map { "\"+1650555\(3400 + $0)\": \"123456\"" }.joined(separator: ", ")
+        #expect(problem("projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\(eleven)}}\nsms: {http: {url: \"http://x\"}}")?.key == "projects[0].phone.testNumbers")
+        // Quoted and unquoted codes are both strings: a leading zero survives.
+        let leadingZero = try? ConfigurationLoader.parse(yaml: "projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"+16505553434\": 012345}}\nsms: {http: {url: \"http://x\"}}")
+        #expect(leadingZero?.projects[0].phone.testNumbers["+16505553434"] == "012345")
+    }
+
+    @Test("the console provider needs devMode, the http provider needs a URL")
+    func providers() {
+        #expect(problem("projects: [{id: p, apiKeys: [k]}]\nsms: {provider: console}")?.key == "sms.provider")
+        #expect(problem("projects: [{id: p, apiKeys: [k]}]")?.key == "sms.http.url")
+        #expect(problem("projects: [{id: p, apiKeys: [k]}]\nsms: {provider: console}\ndevMode: true") == nil)
+    }
+
+    @Test("HERALD_* variables override any key, lists and maps in flow syntax")
+    func environmentOverrides() throws {
+        let configuration = try ConfigurationLoader.parse(
+            yaml: Self.minimal,
+            environment: [
+                "HERALD_SMS_HTTP_URL": "http://gateway:8080/send",
+                "HERALD_PROJECTS_0_PHONE_CODE_TTL": "10m",
+                "HERALD_WORKERS_SMS_METRICS_PORT": "9200",
+                "HERALD_LIMITS_PER_NUMBER": "[\"3/10m\", \"10/1d\"]",
+                "HERALD_SMS_HTTP_HEADERS": "{Authorization: \"Bearer t\"}",
+                "HERALD_DEV_MODE": "true",
+                "HERALD_CONFIG": "ignored.yaml",
+                "PATH": "/usr/bin",
+            ])
+        #expect(configuration.sms.http.url == "http://gateway:8080/send")
+        #expect(configuration.projects[0].phone.codeTTL == .seconds(600))
+        #expect(configuration.workers.sms.metricsPort == 9200)
+        #expect(configuration.limits.perNumber.map(\.description) == ["3/10m", "10/1d"])
+        #expect(configuration.sms.http.headers == ["Authorization": "Bearer t"])
+        #expect(configuration.devMode)
+    }
+
+    @Test("a bad or unknown HERALD_* variable is named")
+    func environmentErrors() {
+        let bad = problem(Self.minimal, environment: ["HERALD_AMQP_HEARTBEAT": "often"])
+        #expect(bad?.key == "HERALD_AMQP_HEARTBEAT (amqp.heartbeat)")
+        #expect(problem(Self.minimal, environment: ["HERALD_SMS_HTTP_URLL": "x"])?.key == "HERALD_SMS_HTTP_URLL")
+        #expect(problem(Self.minimal, environment: ["HERALD_PROJECTS_3_ID": "x"])?.key == "HERALD_PROJECTS_3_ID")
+    }
+
+    @Test("generated secrets are created once and then reused")
+    func keyMaterial() throws {
+        let directory = NSTemporaryDirectory() + "herald-keys-\(UUID().uuidString)"
+        let configuration = try ConfigurationLoader.parse(yaml: Self.minimal, environment: ["HERALD_STATE_DIR": directory])
+        let first = try KeyMaterial.sealingKey(configuration)
+        let second = try KeyMaterial.sealingKey(configuration)
+        #expect(first.count == 32)
+        #expect(first == second)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/sealing.key")
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+    }
+}
