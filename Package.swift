@@ -21,6 +21,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -89,6 +90,8 @@ let package = Package(
             name: "HeraldAPI",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldAMQP",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
@@ -111,7 +114,9 @@ let package = Package(
         .executableTarget(
             name: "herald-api",
             dependencies: [
-                "HeraldAPI", "HeraldRuntime",
+                "HeraldAPI", "HeraldCore", "HeraldRuntime",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -119,8 +124,11 @@ let package = Package(
         .executableTarget(
             name: "herald-sms-worker",
             dependencies: [
-                "HeraldWorker", "HeraldChannels", "HeraldRuntime",
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -129,6 +137,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldAMQP", "HeraldStore", "HeraldRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -119,3 +119,24 @@ extension AMQPDelivery {
             body: message.body.data)
     }
 }
+
+extension AMQPChannel {
+    /// Acknowledges a message taken with `get(_:acknowledge: false)` on this channel.
+    public func ack(_ delivery: AMQPDelivery) throws {
+        let status = amqp_basic_ack(connection, id, delivery.deliveryTag, 0)
+        guard status == AMQP_STATUS_OK.rawValue else {
+            driver.markBroken("basic.ack: \(String(cString: amqp_error_string2(status)))")
+            throw AMQPError(.connectionLost, "basic.ack failed")
+        }
+    }
+
+    /// Closes and reopens this channel, returning every unacknowledged `get` to its queue.
+    public func closeAndReopen() throws {
+        amqp_channel_close(connection, id, Int32(AMQP_REPLY_SUCCESS))
+        driver.rpcChannelOpen = false
+        if let error = amqp_get_rpc_reply(connection).error {
+            driver.markBroken("channel.close: \(error.detail)")
+            throw error
+        }
+    }
+}

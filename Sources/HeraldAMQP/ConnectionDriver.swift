@@ -31,8 +31,9 @@ final class ConnectionDriver {
     var unconfirmed: [UInt64: AMQPConnection.PendingPublish] = [:]
     var returnedMessageIDs: Set<String> = []
 
-    // Consumer state.
+    // Consumer state. Once cancelled, a reconnect does not consume again.
     var consuming = false
+    var consumerCancelled = false
     var finishStreamAfterPump = false
 
     init(connection: AMQPConnection) {
@@ -133,7 +134,7 @@ final class ConnectionDriver {
                 amqp_confirm_select(state, Self.mainChannel)
                 try checkReply(state, "confirm.select")
                 nextSequence = 1
-            case .consumer(let queue, let prefetch):
+            case .consumer(let queue, let prefetch) where consumerCancelled == false:
                 amqp_basic_qos(state, Self.mainChannel, 0, UInt16(clamping: prefetch), 0)
                 try checkReply(state, "basic.qos")
                 let arena = CArena()
@@ -141,6 +142,8 @@ final class ConnectionDriver {
                 try checkReply(state, "basic.consume \(queue)")
                 consumerTag = ok?.pointee.consumer_tag.string
                 consuming = true
+            case .consumer:
+                break
             }
             backoff = .milliseconds(100)
             lastConnectError = nil
@@ -290,6 +293,7 @@ final class ConnectionDriver {
             }
             try? withRPCChannel { channel in body(channel) }
         case .cancelConsumer(let continuation):
+            consumerCancelled = true
             if let state, consuming, brokenReason == nil {
                 if let tag = consumerTag {
                     let arena = CArena()

@@ -15,6 +15,7 @@ import Glibc
 public final class CurlClient: Sendable {
     struct Shared {
         var inbox: [Transfer] = []
+        var cancelled: [Transfer] = []
         var stopping = false
         var started = false
     }
@@ -40,18 +41,24 @@ public final class CurlClient: Sendable {
         startIfNeeded()
         let transfer = Transfer(request: request)
         do {
-            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlHTTPResponse, any Error>) in
-                transfer.continuation = continuation
-                let accepted = shared.withLock { state -> Bool in
-                    guard state.stopping == false else { return false }
-                    state.inbox.append(transfer)
-                    return true
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlHTTPResponse, any Error>) in
+                    transfer.continuation = continuation
+                    let accepted = shared.withLock { state -> Bool in
+                        guard state.stopping == false else { return false }
+                        state.inbox.append(transfer)
+                        return true
+                    }
+                    if accepted {
+                        curl_multi_wakeup(multi.handle)
+                    } else {
+                        transfer.finish(.failure(CurlError(kind: .other, code: -1, message: "client is shut down")))
+                    }
                 }
-                if accepted {
-                    curl_multi_wakeup(multi.handle)
-                } else {
-                    transfer.finish(.failure(CurlError(kind: .other, code: -1, message: "client is shut down")))
-                }
+            } onCancel: {
+                // The loop thread removes the handle and fails the transfer (never from this thread).
+                shared.withLock { $0.cancelled.append(transfer) }
+                curl_multi_wakeup(multi.handle)
             }
         } catch let error as CurlError {
             throw error
@@ -81,9 +88,12 @@ public final class CurlClient: Sendable {
     private func loop() {
         var active: [UnsafeMutableRawPointer: Transfer] = [:]
         while true {
-            let (incoming, stopping) = shared.withLock { state -> ([Transfer], Bool) in
-                defer { state.inbox = [] }
-                return (state.inbox, state.stopping)
+            let (incoming, cancelled, stopping) = shared.withLock { state -> ([Transfer], [Transfer], Bool) in
+                defer {
+                    state.inbox = []
+                    state.cancelled = []
+                }
+                return (state.inbox, state.cancelled, state.stopping)
             }
             for transfer in incoming {
                 if let failure = transfer.configure() {
@@ -92,6 +102,10 @@ public final class CurlClient: Sendable {
                 }
                 curl_multi_add_handle(multi.handle, transfer.easy)
                 active[transfer.easy] = transfer
+            }
+            for transfer in cancelled where active.removeValue(forKey: transfer.easy) != nil {
+                curl_multi_remove_handle(multi.handle, transfer.easy)
+                transfer.finish(.failure(transfer.cancellation()))
             }
             if stopping {
                 for (easy, transfer) in active {

@@ -68,6 +68,8 @@ public struct CurlError: Error, Sendable, CustomStringConvertible {
         case failedAfterSending
         /// Timed out before anything was sent.
         case timedOutBeforeSending
+        /// The caller cancelled it before anything was sent.
+        case cancelledBeforeSending
         /// TLS verification or local configuration problem (bad CA file, bad certificate).
         case configuration
         /// Anything else libcurl reported.

@@ -108,6 +108,13 @@ final class Transfer: @unchecked Sendable {
                 retryAfter: retryAfter > 0 ? .seconds(Int64(retryAfter)) : nil))
     }
 
+    /// The error for a transfer cancelled by its caller: in doubt once the request began to leave.
+    func cancellation() -> CurlError {
+        var requestSize = 0
+        herald_curl_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &requestSize)
+        return CurlError(kind: requestSize > 0 ? .failedAfterSending : .cancelledBeforeSending, code: -2, message: "cancelled")
+    }
+
     static func classify(_ code: CURLcode, requestSent: Bool) -> CurlError.Kind {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR:

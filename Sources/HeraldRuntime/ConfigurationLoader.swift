@@ -84,3 +84,16 @@ public enum ConfigurationLoader {
         }
     }
 }
+
+extension ConfigurationLoader {
+    /// Loads like `load`, but prints a configuration error the way an operator wants to read it
+    /// (one line naming the key) and exits with status 78 (EX_CONFIG) instead of throwing.
+    public static func loadOrExit(path: String?) throws -> (configuration: HeraldConfiguration, path: String) {
+        do {
+            return try load(path: path)
+        } catch let error as ConfigError {
+            FileHandle.standardError.write(Data("herald: invalid configuration: \(error)\n".utf8))
+            exit(78)
+        }
+    }
+}

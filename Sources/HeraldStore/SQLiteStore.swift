@@ -185,14 +185,6 @@ public final class SQLiteStore: HeraldStoreProtocol {
     }
 
     public func claimDelivery(
-        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date
-    ) async throws -> DeliveryClaim {
-        try await claimDelivery(jobID: jobID, projectID: projectID, type: type, destination: destination, owner: owner, now: now, reclaimInDoubt: false)
-    }
-
-    /// Claims a job; with `reclaimInDoubt` a job another worker claimed and never finished is taken
-    /// over too (`workers.<type>.retryUncertain`: risks a duplicate, never a loss).
-    public func claimDelivery(
         jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
     ) async throws -> DeliveryClaim {
         let id = jobID.uuidString.lowercased()

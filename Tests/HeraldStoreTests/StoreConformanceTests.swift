@@ -119,13 +119,13 @@ struct StoreConformanceTests {
         let job = UUID()
         try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
         #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date()) == .claimed(attempt: 1))
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .claimed(attempt: 1))
         // Redelivered while w1 never recorded an outcome: in doubt, not sent again.
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date()) == .inDoubt(owner: "w1"))
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false) == .inDoubt(owner: "w1"))
         try await store.recordDelivery(jobID: job, status: .retrying, reason: "503", now: Date())
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date()) == .claimed(attempt: 2))
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false) == .claimed(attempt: 2))
         try await store.recordDelivery(jobID: job, status: .sent, reason: nil, now: Date())
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w3", now: Date()) == .finished(.sent))
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w3", now: Date(), reclaimInDoubt: false) == .finished(.sent))
         let status = try #require(try await store.deliveryStatus(jobID: job))
         #expect(status.status == .sent)
         #expect(status.attempts == 2)
@@ -135,7 +135,7 @@ struct StoreConformanceTests {
     func foreignAndReclaim() async throws {
         let store = try SQLiteStore(path: path)
         let job = UUID()
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date()) == .claimed(attempt: 1))
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .claimed(attempt: 1))
         #expect(
             try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: true)
                 == .claimed(attempt: 2))

@@ -81,6 +81,11 @@ public struct HeraldConfiguration: Sendable {
         public var level: String
         /// `json` (one object per line) or `text`.
         public var format: String
+
+        public init(level: String, format: String) {
+            self.level = level
+            self.format = format
+        }
     }
 
     /// `admin`.

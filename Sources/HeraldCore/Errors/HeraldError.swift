@@ -37,6 +37,9 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
             "API_KEY_INVALID", http: 400, reason: "keyInvalid", status: "INVALID_ARGUMENT",
             fixedMessage: "API key not valid. Please pass a valid API key.")
         public static let invalidArgument = Code("INVALID_ARGUMENT", status: "INVALID_ARGUMENT")
+        public static let invalidJSON = Code(
+            "INVALID_JSON", status: "INVALID_ARGUMENT", fixedMessage: "Invalid JSON payload received.")
+        public static let invalidTemporaryProof = Code("INVALID_TEMPORARY_PROOF")
         public static let notFound = Code("NOT_FOUND", http: 404, reason: "notFound", status: "NOT_FOUND", fixedMessage: "Not Found")
         public static let notImplemented = Code("NOT_IMPLEMENTED", http: 501, reason: "unimplemented", status: "NOT_IMPLEMENTED")
         public static let unavailable = Code("UNAVAILABLE", http: 503, reason: "backendError", status: "UNAVAILABLE")

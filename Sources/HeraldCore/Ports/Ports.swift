@@ -18,12 +18,14 @@ public protocol DeliveryChannel: Sendable {
 /// A rendered SMS, ready for a provider.
 public struct OutgoingSMS: Sendable, Equatable {
     public var jobID: UUID
+    public var project: String
     public var to: String
     public var body: String
     public var expiresAt: Date
 
-    public init(jobID: UUID, to: String, body: String, expiresAt: Date) {
+    public init(jobID: UUID, project: String, to: String, body: String, expiresAt: Date) {
         self.jobID = jobID
+        self.project = project
         self.to = to
         self.body = body
         self.expiresAt = expiresAt
@@ -82,6 +84,8 @@ public protocol VerificationStore: Sendable {
     func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation?
     /// Marks the session consumed; false when another request consumed it first.
     func consumeSession(id: String, at: Date) async throws -> Bool
+    /// Deletes sessions that expired before `date`; returns how many.
+    func purgeSessions(expiredBefore date: Date) async throws -> Int
 }
 
 /// Accounts and refresh tokens.
@@ -98,8 +102,11 @@ public protocol AccountStore: Sendable {
 public protocol DeliveryLedger: Sendable {
     /// Records a job the API is about to publish.
     func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws
-    /// Claims a job for sending (from pending or retrying, or unknown for foreign producers).
-    func claimDelivery(jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date) async throws -> DeliveryClaim
+    /// Claims a job for sending (from pending or retrying, or unknown for foreign producers); with
+    /// `reclaimInDoubt`, also one another worker claimed and never finished (risks a duplicate).
+    func claimDelivery(
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
+    ) async throws -> DeliveryClaim
     /// Records where the job ended up (or that it waits for a retry), with a reason for operators.
     func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws
     /// The current status and reason of a job, if known.

@@ -1,0 +1,130 @@
+import Foundation
+import HeraldAMQP
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// What herald-api needs to answer requests; `live(configuration:logger:)` wires the real ones.
+public struct APIDependencies: Sendable {
+    public var configuration: HeraldConfiguration
+    public var store: any HeraldStoreProtocol
+    public var publisher: any JobPublisher
+    public var keys: HeraldKeys
+    public var tokens: TokenIssuer
+    public var clock: any WallClock
+    /// True when the store and the broker are reachable (`/readyz`).
+    public var isReady: @Sendable () -> Bool
+    /// The Prometheus text for `/metrics`.
+    public var metrics: @Sendable () -> String
+    /// Long-running parts the application runs and stops with it (the broker connection).
+    public var services: [any Service]
+
+    public init(
+        configuration: HeraldConfiguration, store: any HeraldStoreProtocol, publisher: any JobPublisher, keys: HeraldKeys,
+        tokens: TokenIssuer, clock: any WallClock = SystemClock(), isReady: @escaping @Sendable () -> Bool,
+        metrics: @escaping @Sendable () -> String, services: [any Service] = []
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.publisher = publisher
+        self.keys = keys
+        self.tokens = tokens
+        self.clock = clock
+        self.isReady = isReady
+        self.metrics = metrics
+        self.services = services
+    }
+
+    /// The SQLite store, a confirm-mode publisher connection that declares the topology on every
+    /// (re)connect, and the ID-token signing key from configuration or `state.dir`.
+    public static func live(
+        configuration: HeraldConfiguration, sealingKey: Data, logger: Logger, metrics: @escaping @Sendable () -> String
+    ) async throws -> APIDependencies {
+        let store = try SQLiteStore(url: configuration.store.url)
+        let topology = Topology(configuration: configuration)
+        let connection = AMQPConnection(
+            options: .init(
+                endpoint: AMQPEndpoint(url: configuration.amqp.url)!, role: .publisher, name: "herald-api",
+                heartbeat: configuration.amqp.heartbeat, connectTimeout: configuration.amqp.connectTimeout,
+                publishTimeout: configuration.amqp.publishTimeout),
+            logger: logger,
+            onConnect: { channel in
+                do {
+                    try topology.declare(on: channel)
+                } catch {
+                    logger.error("cannot declare the broker topology", metadata: ["error": .string("\(error)")])
+                    throw error
+                }
+            })
+        let tokens = try await TokenIssuer(
+            signingKeyFile: configuration.tokens.signingKeyFile, stateDirectory: configuration.state.dir,
+            idTokenTTL: configuration.tokens.idTokenTTL)
+        return APIDependencies(
+            configuration: configuration, store: store, publisher: AMQPJobPublisher(connection: connection, topology: topology),
+            keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected }, metrics: metrics,
+            services: [connection, SessionSweeper(store: store, logger: logger)])
+    }
+}
+
+/// Builds herald-api: Identity Toolkit routes, token endpoints, JWKS, health and metrics.
+public func buildApplication(_ dependencies: APIDependencies, logger: Logger) -> Application<RouterResponder<BasicRequestContext>> {
+    let configuration = dependencies.configuration
+    let router = Router()
+    router.add(middleware: IdentityToolkitErrorMiddleware())
+    router.add(
+        middleware: CORSMiddleware(
+            allowOrigin: .originBased,
+            allowHeaders: [.contentType, .authorization, HTTPField.Name("x-goog-api-key")!, HTTPField.Name("x-client-version")!,
+                           HTTPField.Name("x-firebase-locale")!, HTTPField.Name("x-firebase-gmpid")!, HTTPField.Name("x-ios-bundle-identifier")!],
+            allowMethods: [.get, .post, .options]))
+    let phone = PhoneSignIn(
+        store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, tokens: dependencies.tokens,
+        clock: dependencies.clock, logger: logger)
+    let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
+    IdentityToolkitRoutes(resolver: ProjectResolver(configuration: configuration), phone: phone, refresh: refresh).register(on: router)
+
+    let jwks = dependencies.tokens.jwksDocument
+    router.get("/.well-known/jwks.json") { _, _ -> Response in
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "public, max-age=3600"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: jwks)))
+    }
+    router.get("/healthz") { _, _ in "ok\n" }
+    router.get("/readyz") { _, _ -> Response in
+        let ready = dependencies.isReady()
+        return Response(status: ready ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
+    }
+    let metrics = dependencies.metrics
+    router.get("/metrics") { _, _ -> Response in
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metrics())))
+    }
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api"),
+        services: dependencies.services, logger: logger)
+}
+
+/// Deletes sessions a day after they expired (until then they answer SESSION_EXPIRED, not INVALID_SESSION_INFO).
+struct SessionSweeper: Service {
+    let store: any HeraldStoreProtocol
+    let logger: Logger
+
+    func run() async throws {
+        while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
+            do {
+                let removed = try await store.purgeSessions(expiredBefore: Date().addingTimeInterval(-86_400))
+                if removed > 0 { logger.debug("purged expired verification sessions", metadata: ["count": .stringConvertible(removed)]) }
+            } catch {
+                logger.warning("session purge failed", metadata: ["error": .string("\(error)")])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
+        }
+    }
+}

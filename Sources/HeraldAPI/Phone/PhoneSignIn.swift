@@ -1,0 +1,150 @@
+import Foundation
+import HeraldCore
+import Logging
+import Metrics
+
+/// The server side of Firebase phone sign-in: `sendVerificationCode` creates a session and queues the
+/// SMS; `signInWithPhoneNumber` spends the session for a signed-in user.
+struct PhoneSignIn: Sendable {
+    let store: any HeraldStoreProtocol
+    let publisher: any JobPublisher
+    let keys: HeraldKeys
+    let tokens: TokenIssuer
+    let clock: any WallClock
+    let logger: Logger
+
+    /// What a successful sign-in returns.
+    struct SignedIn: Encodable {
+        var idToken: String
+        var refreshToken: String
+        var expiresIn: String
+        var localId: String
+        var isNewUser: Bool
+        var phoneNumber: String
+    }
+
+    /// Validates the number, creates a session and, unless it is a test number, publishes the SMS job;
+    /// returns the sessionInfo only once the broker confirmed the job.
+    func sendVerificationCode(
+        project: HeraldConfiguration.Project, body: WireBody, locale: String?, traceparent: TraceParent
+    ) async throws -> String {
+        if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
+        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed), "phone sign-in disabled") }
+        let phone = try Self.parsePhone(body.string("phoneNumber"))
+        let now = clock.now
+        let token = SessionToken.generate()
+        let sessionID = SessionToken.storageID(for: token)
+
+        if let fixed = project.phone.testNumbers[phone.e164] {
+            // Fictional number: fixed code, no job, no SMS, no quota.
+            try await store.insertSession(
+                VerificationSession(
+                    id: sessionID, projectID: project.id, phoneNumber: phone.e164,
+                    codeHash: OneTimeCode.hash(fixed, session: sessionID, key: keys.codeHashing), createdAt: now,
+                    expiresAt: now.adding(project.phone.codeTTL), maxAttempts: project.phone.maxCheckAttempts))
+            Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", "test_number")]).increment()
+            logger.info("verification session for a test number", metadata: ["project": .string(project.id), "phone": .string(phone.masked)])
+            return token
+        }
+
+        let code = OneTimeCode.generate(length: project.phone.codeLength)
+        let expiresAt = now.adding(project.phone.codeTTL)
+        let jobID = UUID()
+        let job = Job(
+            id: jobID, project: project.id, createdAt: now, expiresAt: expiresAt, locale: locale,
+            payload: .sms(
+                SMSMessage(
+                    to: phone.e164, template: .verification,
+                    params: ["codeSealed": Sealer(key: keys.sealing).seal(code, jobID: jobID), "app": project.displayName])))
+        let session = VerificationSession(
+            id: sessionID, projectID: project.id, phoneNumber: phone.e164,
+            codeHash: OneTimeCode.hash(code, session: sessionID, key: keys.codeHashing), createdAt: now, expiresAt: expiresAt,
+            maxAttempts: project.phone.maxCheckAttempts, jobID: job.id)
+
+        try await store.insertSession(session)
+        try await store.recordPending(jobID: job.id, projectID: project.id, type: .sms, destination: phone.e164, now: now)
+        let started = ContinuousClock.now
+        do {
+            try await publisher.publish(job, traceparent: traceparent)
+        } catch {
+            // No confirm: the client is told, and no session claims an SMS was sent.
+            try? await store.deleteSession(id: sessionID)
+            try? await store.recordDelivery(jobID: job.id, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
+            Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", "unavailable")]).increment()
+            logger.error(
+                "verification job not confirmed by the broker",
+                metadata: ["project": .string(project.id), "job.id": .string(job.id.uuidString.lowercased()), "error": .string("\(error)")])
+            throw HeraldError(
+                .unavailable, "The verification code could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
+        }
+        Timer(label: "herald_api_publish_confirm_seconds").record(duration: ContinuousClock.now - started)
+        Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", "queued")]).increment()
+        logger.info(
+            "verification code queued",
+            metadata: [
+                "project": .string(project.id), "job.id": .string(job.id.uuidString.lowercased()),
+                "phone": .string(phone.masked), "traceparent": .string(traceparent.description),
+            ])
+        return token
+    }
+
+    /// Spends one attempt of the session and, with the right code, signs the number's user in.
+    func signIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> SignedIn {
+        if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
+        if body.string("temporaryProof") != nil {
+            guard body.string("phoneNumber") != nil else { throw HeraldError(.missingPhoneNumber) }
+            throw HeraldError(.invalidTemporaryProof)
+        }
+        guard let sessionInfo = body.string("sessionInfo") else { throw HeraldError(.missingSessionInfo) }
+        guard let code = body.string("code") else { throw HeraldError(.missingCode) }
+        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed), "phone sign-in disabled") }
+        if body.string("idToken") != nil {
+            throw HeraldError(.notImplemented, "Linking a phone number to a signed-in user (idToken) is not supported yet.")
+        }
+        let sessionID = SessionToken.storageID(for: sessionInfo)
+        var reservation = try await store.reserveCheckAttempt(sessionID: sessionID)
+        if reservation?.session.projectID != project.id { reservation = nil }
+        let decision = CodeCheckStateMachine.decide(
+            reservation,
+            codeMatches: { OneTimeCode.matches(code, session: sessionID, storedHash: $0.codeHash, key: keys.codeHashing) },
+            now: clock.now)
+        let session: VerificationSession
+        switch decision {
+        case .failure(let error):
+            Counter(label: "herald_api_sign_ins_total", dimensions: [("project", project.id), ("outcome", error.code.name)]).increment()
+            throw error
+        case .success(let value):
+            session = value
+        }
+        guard try await store.consumeSession(id: sessionID, at: clock.now) else { throw HeraldError(.invalidSessionInfo) }
+        let now = clock.now
+        let (user, created) = try await store.findOrCreateUser(projectID: project.id, phoneNumber: session.phoneNumber, now: now)
+        guard user.disabled == false else { throw HeraldError(.userDisabled) }
+        let idToken = try await tokens.idToken(for: user, provider: "phone", authTime: now, now: now)
+        let refresh = tokens.refreshToken(for: user, provider: "phone", now: now)
+        try await store.insertRefreshToken(refresh.record)
+        Counter(label: "herald_api_sign_ins_total", dimensions: [("project", project.id), ("outcome", "ok")]).increment()
+        logger.info(
+            "phone sign-in", metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created)])
+        return SignedIn(
+            idToken: idToken, refreshToken: refresh.token, expiresIn: String(Int(tokens.idTokenTTL.seconds)), localId: user.localID,
+            isNewUser: created, phoneNumber: session.phoneNumber)
+    }
+
+    static func parsePhone(_ text: String?) throws(HeraldError) -> PhoneNumber {
+        do {
+            return try PhoneNumber(parsing: text)
+        } catch {
+            switch error {
+            case .invalidFormat: throw HeraldError(.invalidPhoneNumber, "Invalid format.")
+            case .tooShort: throw HeraldError(.invalidPhoneNumber, "TOO_SHORT")
+            case .tooLong: throw HeraldError(.invalidPhoneNumber, "TOO_LONG")
+            }
+        }
+    }
+
+    private func refuse(_ project: HeraldConfiguration.Project, _ error: HeraldError, _ why: String) -> HeraldError {
+        Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", error.code.name)]).increment()
+        return error
+    }
+}

@@ -1,0 +1,29 @@
+import HeraldCore
+import Hummingbird
+import Logging
+
+/// Every failure leaves in Identity Toolkit's envelope: router 404s, oversized bodies and unexpected
+/// errors included. Unexpected errors are logged with the request id and answered without detail.
+struct IdentityToolkitErrorMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HeraldError {
+            return HeraldError.render(error)
+        } catch let error as HTTPError {
+            switch error.status {
+            case .notFound: return HeraldError.render(HeraldError(.notFound))
+            case .contentTooLarge: return HeraldError.render(HeraldError(.invalidArgument, "Request payload too large."))
+            default:
+                if error.status.code < 500 { return HeraldError.render(HeraldError(.invalidArgument, error.body ?? "Bad request.")) }
+                context.logger.error("request failed", metadata: ["error": .string("\(error)")])
+                return HeraldError.render(HeraldError(.internalError))
+            }
+        } catch {
+            context.logger.error("request failed", metadata: ["error": .string("\(error)")])
+            return HeraldError.render(HeraldError(.internalError))
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import HeraldCore
+import JWTKit
+
+/// Issues Firebase-shaped ID tokens (RS256) and opaque refresh tokens, and publishes the public key.
+///
+/// Tokens carry the claims Firebase Admin SDKs and backends check (iss, aud, sub, user_id, auth_time,
+/// phone_number, firebase.identities/sign_in_provider), so a backend verifying Herald's tokens against
+/// `/.well-known/jwks.json` works like one verifying Firebase's.
+public struct TokenIssuer: Sendable {
+    let keys: JWTKeyCollection
+    let keyID: String
+    let jwks: String
+    public let idTokenTTL: Duration
+
+    /// Loads the PEM key at `signingKeyFile`, or the one generated once into `stateDirectory`.
+    public init(signingKeyFile: String?, stateDirectory: String, idTokenTTL: Duration) async throws {
+        let pem: String
+        if let signingKeyFile {
+            guard let data = FileManager.default.contents(atPath: signingKeyFile) else {
+                throw ConfigError(key: "tokens.signingKeyFile", problem: "cannot read \(signingKeyFile)")
+            }
+            pem = String(decoding: data, as: UTF8.self)
+        } else {
+            pem = try Self.readOrGenerate(path: stateDirectory + "/id-token-key.pem")
+        }
+        try await self.init(privateKeyPEM: pem, idTokenTTL: idTokenTTL)
+    }
+
+    /// Uses the RSA private key in `privateKeyPEM` (at least 2048 bits).
+    public init(privateKeyPEM: String, idTokenTTL: Duration) async throws {
+        let privateKey: JWTKit.Insecure.RSA.PrivateKey
+        do {
+            privateKey = try JWTKit.Insecure.RSA.PrivateKey(pem: privateKeyPEM)
+        } catch {
+            throw ConfigError(key: "tokens.signingKeyFile", problem: "not an RSA private key of at least 2048 bits in PEM")
+        }
+        let publicKey = privateKey.publicKey
+        let digest = SHA256.hash(data: publicKey.derRepresentation)
+        self.keyID = Data(digest).prefix(20).map { String(format: "%02x", $0) }.joined()
+        let (modulus, exponent) = try publicKey.getKeyPrimitives()
+        let jwk: [String: String] = [
+            "kty": "RSA", "alg": "RS256", "use": "sig", "kid": keyID,
+            "n": modulus.base64URLEncodedString(), "e": exponent.base64URLEncodedString(),
+        ]
+        let document = try JSONSerialization.data(withJSONObject: ["keys": [jwk]], options: [.sortedKeys])
+        self.jwks = String(decoding: document, as: UTF8.self)
+        self.keys = JWTKeyCollection()
+        await keys.add(rsa: privateKey, digestAlgorithm: .sha256, kid: JWKIdentifier(string: keyID))
+        self.idTokenTTL = idTokenTTL
+    }
+
+    static func readOrGenerate(path: String) throws -> String {
+        if let data = FileManager.default.contents(atPath: path), data.isEmpty == false {
+            return String(decoding: data, as: UTF8.self)
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true)
+        let generated = try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation + "\n"
+        // O_EXCL: if another process won the race, use its key.
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else {
+            for _ in 0..<100 {
+                if let data = FileManager.default.contents(atPath: path), data.isEmpty == false { return String(decoding: data, as: UTF8.self) }
+                usleep(20_000)
+            }
+            throw ConfigError(key: "tokens.signingKeyFile", problem: "cannot create \(path)")
+        }
+        _ = generated.withCString { write(fd, $0, strlen($0)) }
+        fsync(fd)
+        close(fd)
+        return generated
+    }
+
+    /// The JSON Web Key Set with the public key (`GET /.well-known/jwks.json`).
+    public var jwksDocument: String { jwks }
+
+    /// A signed ID token for `user`, who signed in with `provider` at `authTime`.
+    public func idToken(for user: UserAccount, provider: String, authTime: Date, now: Date) async throws -> String {
+        var identities: [String: [String]] = [:]
+        if let phone = user.phoneNumber { identities["phone"] = [phone] }
+        let payload = IDTokenClaims(
+            iss: IssuerClaim(value: "https://securetoken.google.com/\(user.projectID)"),
+            aud: AudienceClaim(value: user.projectID),
+            sub: SubjectClaim(value: user.localID),
+            iat: IssuedAtClaim(value: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))),
+            exp: ExpirationClaim(value: Date(timeIntervalSince1970: now.adding(idTokenTTL).timeIntervalSince1970.rounded(.down))),
+            user_id: user.localID,
+            auth_time: Int(authTime.timeIntervalSince1970),
+            phone_number: user.phoneNumber,
+            firebase: .init(identities: identities, sign_in_provider: provider))
+        return try await keys.sign(payload, kid: JWKIdentifier(string: keyID))
+    }
+
+    /// A new opaque refresh token and the record to store (only its hash is kept).
+    public func refreshToken(for user: UserAccount, provider: String, now: Date) -> (token: String, record: RefreshTokenRecord) {
+        let token = "hrt_" + SecureRandom.base64URL(bytes: 32)
+        let record = RefreshTokenRecord(
+            tokenHash: SHA256Hex.digest(token), projectID: user.projectID, localID: user.localID, provider: provider, createdAt: now)
+        return (token, record)
+    }
+}
+
+/// The claims of a Firebase ID token.
+struct IDTokenClaims: JWTPayload {
+    struct Firebase: Codable, Sendable {
+        var identities: [String: [String]]
+        var sign_in_provider: String
+    }
+
+    var iss: IssuerClaim
+    var aud: AudienceClaim
+    var sub: SubjectClaim
+    var iat: IssuedAtClaim
+    var exp: ExpirationClaim
+    var user_id: String
+    var auth_time: Int
+    var phone_number: String?
+    var firebase: Firebase
+
+    func verify(using algorithm: some JWTAlgorithm) throws {
+        try exp.verifyNotExpired()
+    }
+}

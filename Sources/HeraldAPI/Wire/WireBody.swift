@@ -1,0 +1,75 @@
+import Foundation
+import HeraldCore
+import NIOCore
+
+/// A request body the way Identity Toolkit reads it: a JSON object (or, for securetoken, a form)
+/// whose keys may be camelCase or snake_case and whose scalars may be strings or numbers.
+/// Unknown keys are ignored, as the real service does.
+struct WireBody {
+    private let fields: [String: Any]
+
+    init(fields: [String: Any]) {
+        self.fields = fields
+    }
+
+    /// Parses `buffer` as JSON, or as `application/x-www-form-urlencoded` when the content type says so
+    /// and the body is not a JSON object (curl's `-d` labels JSON as a form).
+    static func parse(_ buffer: ByteBuffer, contentType: String?) throws(HeraldError) -> WireBody {
+        let bytes = Data(buffer.readableBytesView)
+        let looksLikeJSON = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{")
+        if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true, looksLikeJSON == false {
+            var fields: [String: Any] = [:]
+            for pair in String(decoding: bytes, as: UTF8.self).split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map {
+                    String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+                }
+                if let name = parts.first, name.isEmpty == false { fields[name] = parts.count > 1 ? parts[1] : "" }
+            }
+            return WireBody(fields: fields)
+        }
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return WireBody(fields: [:]) }
+        guard let object = try? JSONSerialization.jsonObject(with: bytes), let fields = object as? [String: Any] else {
+            throw HeraldError(.invalidJSON)
+        }
+        return WireBody(fields: fields)
+    }
+
+    private func raw(_ name: String) -> Any? {
+        if let value = fields[name] { return value }
+        return fields[Self.snakeCase(name)]
+    }
+
+    /// A string field; numbers are accepted as their text, empty strings and nulls read as absent.
+    func string(_ name: String) -> String? {
+        switch raw(name) {
+        case let text as String: return text.isEmpty ? nil : text
+        case let integer as Int: return String(integer)
+        case let number as Double: return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        default: return nil
+        }
+    }
+
+    /// A boolean field (`true`/`false` or their text).
+    func bool(_ name: String) -> Bool? {
+        switch raw(name) {
+        case let flag as Bool: return flag
+        case let text as String: return text == "true" ? true : text == "false" ? false : nil
+        default: return nil
+        }
+    }
+
+    /// True when the field is present at all (even empty).
+    func contains(_ name: String) -> Bool { raw(name) != nil }
+
+    static func snakeCase(_ name: String) -> String {
+        var out = ""
+        for character in name {
+            if character.isUppercase {
+                out += "_" + character.lowercased()
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import HeraldCore
+
+/// The type-specific part of a worker: how a job becomes a provider call. Everything around it
+/// (expiry, idempotency, retries, dead letters, acks) is the same for every type and lives in
+/// `WorkerService`.
+public protocol JobHandler: Sendable {
+    /// The job type this handler delivers (and the queue it consumes).
+    var type: JobType { get }
+    /// Who receives the job (for the ledger and logs).
+    func destination(of job: Job) -> String
+    /// Renders and sends the job once.
+    func deliver(_ job: Job, now: Date) async -> DeliveryOutcome
+}
+
+/// SMS jobs: open the sealed code, render the text template, hand it to the channel.
+public struct SMSJobHandler: JobHandler {
+    public let type = JobType.sms
+    let channel: any DeliveryChannel
+    let sealer: Sealer
+    let templates: [String: Template]
+
+    public init(channel: any DeliveryChannel, keys: HeraldKeys, templates: [String: Template]) {
+        self.channel = channel
+        self.sealer = Sealer(key: keys.sealing)
+        self.templates = templates
+    }
+
+    public func destination(of job: Job) -> String {
+        guard case .sms(let message) = job.payload else { return "" }
+        return message.to
+    }
+
+    public func deliver(_ job: Job, now: Date) async -> DeliveryOutcome {
+        guard case .sms(let message) = job.payload else { return .permanent(reason: "not an sms job") }
+        let text: String
+        switch render(message, job: job, now: now) {
+        case .success(let rendered): text = rendered
+        case .failure(let reason): return .permanent(reason: reason.description)
+        }
+        return await channel.deliver(OutgoingSMS(jobID: job.id, project: job.project, to: message.to, body: text, expiresAt: job.expiresAt))
+    }
+
+    struct RenderFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    func render(_ message: SMSMessage, job: Job, now: Date) -> Result<String, RenderFailure> {
+        switch message.template {
+        case .text:
+            guard let text = message.params["text"], text.isEmpty == false else {
+                return .failure(RenderFailure(description: "template 'text' needs params.text"))
+            }
+            return .success(text)
+        case .verification, .mfa:
+            guard let template = templates[message.template.rawValue] else {
+                return .failure(RenderFailure(description: "no SMS template '\(message.template.rawValue)'"))
+            }
+            guard let sealed = message.params["codeSealed"] else {
+                return .failure(RenderFailure(description: "params.codeSealed is missing"))
+            }
+            let code: String
+            do {
+                code = try sealer.open(sealed, jobID: job.id)
+            } catch {
+                return .failure(RenderFailure(description: "params.codeSealed does not open with this codes.sealingKey (or was sealed for another job)"))
+            }
+            let minutes = max(1, Int((job.expiresAt.timeIntervalSince(now) / 60).rounded(.up)))
+            return .success(template.render(["code": code, "app": message.params["app"] ?? job.project, "minutes": String(minutes)]))
+        }
+    }
+}

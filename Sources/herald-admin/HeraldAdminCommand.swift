@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldRuntime
+import Logging
+
+/// herald-admin: operator tasks against the broker (and, later, the store).
+@main
+struct HeraldAdminCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald-admin", abstract: "Operate a Herald installation.",
+        subcommands: [Topology.self, DeadLetters.self])
+
+    struct Topology: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Broker topology: exchanges, work, retry and dead-letter queues.", subcommands: [Declare.self, Status.self])
+    }
+
+    struct DeadLetters: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "dead-letters", abstract: "Inspect and replay dead-lettered jobs.", subcommands: [List.self, Replay.self])
+    }
+}
+
+/// Connects a short-lived publisher connection for admin work.
+func adminConnection(_ options: CommonOptions) async throws -> (HeraldConfiguration, HeraldAMQP.Topology, AMQPConnection) {
+    let (configuration, _) = try ConfigurationLoader.loadOrExit(path: options.config)
+    HeraldLogging.bootstrap(.init(level: "warning", format: configuration.logging.format))
+    let endpoint = AMQPEndpoint(url: configuration.amqp.url)!
+    let connection = AMQPConnection(
+        options: .init(
+            endpoint: endpoint, role: .publisher, name: "herald-admin", heartbeat: configuration.amqp.heartbeat,
+            connectTimeout: configuration.amqp.connectTimeout, publishTimeout: configuration.amqp.publishTimeout),
+        logger: Logger(label: "herald-admin"))
+    connection.start()
+    guard await connection.waitUntilConnected(timeout: configuration.amqp.connectTimeout + .seconds(2)) else {
+        await connection.shutdown()
+        throw ValidationError("cannot connect to the broker at \(endpoint.redacted)")
+    }
+    return (configuration, HeraldAMQP.Topology(configuration: configuration), connection)
+}
+
+extension HeraldAdminCommand.Topology {
+    struct Declare: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Declare the topology (idempotent; the API and workers also do this).")
+        @OptionGroup var options: CommonOptions
+
+        func run() async throws {
+            let (_, topology, connection) = try await adminConnection(options)
+            defer { Task { await connection.shutdown() } }
+            do {
+                try await connection.perform { try topology.declare(on: $0) }
+            } catch let error as AMQPError {
+                await connection.shutdown()
+                throw ValidationError(
+                    "\(error.detail)\nA queue exists with different arguments; delete it (after draining) or choose another amqp.exchange.")
+            }
+            for type in HeraldAMQP.Topology.supportedTypes {
+                print("declared exchange \(topology.exchange) and \(topology.deadLetterExchange); queues: \(topology.queues(type).joined(separator: ", "))")
+            }
+            await connection.shutdown()
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show each queue's ready messages and consumers.")
+        @OptionGroup var options: CommonOptions
+
+        func run() async throws {
+            let (_, topology, connection) = try await adminConnection(options)
+            for type in HeraldAMQP.Topology.supportedTypes {
+                for queue in topology.queues(type) {
+                    do {
+                        let (messages, consumers) = try await connection.perform { try $0.inspectQueue(queue) }
+                        print("\(queue)\tready=\(messages)\tconsumers=\(consumers)")
+                    } catch {
+                        print("\(queue)\tmissing (run: herald-admin topology declare)")
+                    }
+                }
+            }
+            await connection.shutdown()
+        }
+    }
+}
+
+extension HeraldAdminCommand.DeadLetters {
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List dead-lettered jobs with their reasons (they stay in the queue).")
+        @OptionGroup var options: CommonOptions
+        @Option(help: "Job type.") var type: String = "sms"
+
+        func run() async throws {
+            let (_, topology, connection) = try await adminConnection(options)
+            guard let jobType = JobType(rawValue: type) else { throw ValidationError("unknown job type \(type)") }
+            let queue = topology.deadQueue(jobType)
+            // Unacknowledged gets return to the queue when the channel closes.
+            let messages = try await connection.perform { channel -> [AMQPDelivery] in
+                var seen: [AMQPDelivery] = []
+                while seen.count < 1000, let message = try channel.get(queue, acknowledge: false) { seen.append(message) }
+                try channel.closeAndReopen()
+                return seen
+            }
+            for message in messages {
+                var reason = "-"
+                if case .string(let text) = message.headers["x-herald-reason"] { reason = text }
+                print("\(message.messageID ?? "-")\t\(reason)")
+            }
+            print("\(messages.count) dead-lettered \(type) job(s) in \(queue)")
+            await connection.shutdown()
+        }
+    }
+
+    struct Replay: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move dead-lettered jobs back to their work queue (each is removed only after the broker confirmed the copy).")
+        @OptionGroup var options: CommonOptions
+        @Option(help: "Job type.") var type: String = "sms"
+        @Option(help: "At most this many jobs.") var limit: Int = 1000
+
+        func run() async throws {
+            let (_, topology, connection) = try await adminConnection(options)
+            guard let jobType = JobType(rawValue: type) else { throw ValidationError("unknown job type \(type)") }
+            var replayed = 0
+            while replayed < limit {
+                guard let message = try await connection.perform({ try $0.get(topology.deadQueue(jobType), acknowledge: false) }) else { break }
+                var headers = message.headers.filter { $0.key == "traceparent" || $0.key == "x-herald-schema" }
+                headers["x-herald-attempt"] = .int(0)
+                try await connection.publish(
+                    AMQPOutgoingMessage(
+                        exchange: topology.exchange, routingKey: jobType.rawValue, body: message.body, messageID: message.messageID,
+                        type: message.type, contentType: message.contentType, headers: headers))
+                try await connection.perform { try $0.ack(message) }
+                replayed += 1
+            }
+            print("replayed \(replayed) \(type) job(s); jobs already past expiresAt will be dropped by the worker")
+            await connection.shutdown()
+        }
+    }
+}

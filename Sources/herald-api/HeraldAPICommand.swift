@@ -1,0 +1,27 @@
+import ArgumentParser
+import HeraldAPI
+import HeraldCore
+import HeraldRuntime
+import Hummingbird
+import Logging
+
+/// herald-api: the Identity Toolkit-compatible front API.
+@main
+struct HeraldAPICommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald-api", abstract: "Serve the Identity Toolkit-compatible API and queue delivery jobs.")
+
+    @OptionGroup var options: CommonOptions
+
+    func run() async throws {
+        let (configuration, path) = try ConfigurationLoader.loadOrExit(path: options.config)
+        HeraldLogging.bootstrap(configuration.logging)
+        HeraldMetrics.bootstrap()
+        let logger = Logger(label: "herald-api")
+        logger.info("starting", metadata: ["config": .string(path)])
+        let dependencies = try await APIDependencies.live(
+            configuration: configuration, sealingKey: try KeyMaterial.sealingKey(configuration), logger: logger,
+            metrics: { HeraldMetrics.exposition() })
+        try await buildApplication(dependencies, logger: logger).runService()
+    }
+}

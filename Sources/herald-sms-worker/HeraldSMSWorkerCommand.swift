@@ -1,0 +1,45 @@
+import ArgumentParser
+import HeraldAMQP
+import HeraldChannels
+import HeraldCore
+import HeraldCurl
+import HeraldRuntime
+import HeraldStore
+import HeraldWorker
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// herald-sms-worker: consumes `<exchange>.sms` and sends through the configured provider.
+@main
+struct HeraldSMSWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald-sms-worker", abstract: "Deliver SMS jobs from RabbitMQ through the configured provider.")
+
+    @OptionGroup var options: CommonOptions
+
+    func run() async throws {
+        let (configuration, path) = try ConfigurationLoader.loadOrExit(path: options.config)
+        HeraldLogging.bootstrap(configuration.logging)
+        HeraldMetrics.bootstrap()
+        let logger = Logger(label: "herald-sms-worker")
+        logger.info("starting", metadata: ["config": .string(path), "provider": .string(configuration.sms.provider)])
+
+        let store = try SQLiteStore(url: configuration.store.url)
+        let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
+        let channel: any DeliveryChannel =
+            configuration.sms.provider == "console"
+            ? ConsoleChannel() : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
+        let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: .sms, logger: logger)
+        let worker = WorkerService(
+            handler: SMSJobHandler(channel: channel, keys: keys, templates: configuration.sms.templates), ledger: store,
+            consumer: consumer, publisher: publisher, topology: topology, settings: .init(configuration.workers.sms), logger: logger)
+        let health = HealthServer(
+            host: configuration.http.host, port: configuration.workers.sms.metricsPort, logger: logger, isReady: { worker.isReady },
+            onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
+        // Shut down in reverse order: the worker drains first, the health endpoint goes last.
+        let group = ServiceGroup(
+            configuration: .init(services: [health, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
