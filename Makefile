@@ -1,0 +1,24 @@
+# Herald: two commands do everything on a fresh Debian machine.
+#   make run    install what is missing, start RabbitMQ, build, run herald-api and herald-sms-worker
+#   make test   the same set-up, then the whole test suite
+.PHONY: run test stop build bench setup
+
+run:
+	@scripts/setup.sh
+	@scripts/run.sh
+
+test:
+	@scripts/test.sh
+
+stop:
+	@scripts/broker.sh stop
+
+build:
+	@scripts/setup.sh
+	swift build
+
+bench:
+	@scripts/bench.sh
+
+setup:
+	@scripts/setup.sh --test

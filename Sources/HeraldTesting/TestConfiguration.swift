@@ -1,0 +1,90 @@
+import Foundation
+import HeraldCore
+import HeraldRuntime
+
+/// A complete configuration for one test: its own exchange, state directory and ports, written to a
+/// file so real executables can be started with `--config`.
+public struct TestConfiguration: Sendable {
+    public var exchange = TestBroker.uniqueExchange()
+    public var stateDir = NSTemporaryDirectory() + "herald-test-\(UUID().uuidString.prefix(8))"
+    public var apiPort = 0
+    public var metricsPort = 0
+    public var gatewayURL = "http://127.0.0.1:1/sms"
+    public var gatewayTimeout = "5s"
+    public var provider = "http"
+    public var queueType = "quorum"
+    public var prefetch = 32
+    public var concurrency = 16
+    public var retryDelays = ["300ms", "1s", "2s", "5s"]
+    public var codeTTL = "5m"
+    public var maxCheckAttempts = 3
+    public var phoneEnabled = true
+    public var testNumbers: [String: String] = ["+16505553434": "654321"]
+    public var sealingKey: String? = Data(SecureRandom.bytes(32)).base64EncodedString()
+    public var amqpURL = TestBroker.url
+    public var publishTimeout = "3s"
+    public var shutdownGrace = "10s"
+    public var deliveryLimit = 10
+    public var logFormat = "json"
+    public var logLevel = "info"
+
+    public init() {}
+
+    /// The project tests use.
+    public static let apiKey = "test-api-key"
+    public static let projectID = "test-project"
+    /// A second project with phone sign-in disabled.
+    public static let disabledAPIKey = "disabled-api-key"
+
+    public var yaml: String {
+        let numbers = testNumbers.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
+        return """
+            http: {host: 127.0.0.1, port: \(apiPort)}
+            state: {dir: "\(stateDir)"}
+            amqp: {url: "\(amqpURL)", exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s}
+            codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}
+            devMode: \(provider == "console")
+            logging: {level: \(logLevel), format: \(logFormat)}
+            projects:
+              - id: \(Self.projectID)
+                displayName: Herald Test
+                apiKeys: [\(Self.apiKey)]
+                phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}}
+              - id: disabled-project
+                apiKeys: [\(Self.disabledAPIKey)]
+                phone: {enabled: false}
+            sms:
+              provider: \(provider)
+              http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), headers: {Authorization: "Bearer gateway-token"}}
+            workers:
+              sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
+            """
+    }
+
+    /// Writes the file into the state directory and returns its path.
+    public func write() throws -> String {
+        try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+        let path = stateDir + "/herald.yaml"
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The parsed configuration (as the executables would see it).
+    public func parsed() throws -> HeraldConfiguration {
+        try ConfigurationLoader.parse(yaml: yaml)
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; fine for tests).
+public func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

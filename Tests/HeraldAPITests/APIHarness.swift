@@ -1,0 +1,83 @@
+import Foundation
+import HTTPTypes
+import HeraldAMQP
+import HeraldAPI
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import Logging
+import NIOCore
+
+/// A clock the tests move.
+final class MovableClock: WallClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var offset: TimeInterval = 0
+    var now: Date { lock.withLock { Date().addingTimeInterval(offset) } }
+    func advance(_ seconds: TimeInterval) { lock.withLock { offset += seconds } }
+}
+
+/// herald-api built in-process against the real broker and a real SQLite file, with captured logs.
+struct APIHarness {
+    let settings: TestConfiguration
+    let configuration: HeraldConfiguration
+    let logs = CapturedLogs()
+    let clock = MovableClock()
+
+    init(_ adjust: (inout TestConfiguration) -> Void = { _ in }) throws {
+        var settings = TestConfiguration()
+        adjust(&settings)
+        self.settings = settings
+        self.configuration = try settings.parsed()
+    }
+
+    var keys: HeraldKeys { HeraldKeys(master: configuration.codes.sealingKey!) }
+    var topology: Topology { Topology(configuration: configuration) }
+
+    /// Runs `body` with a live server and a client; cleans the test's queues afterwards.
+    func run(_ body: @escaping @Sendable (HeraldClient, AMQPConnection) async throws -> Void) async throws {
+        var dependencies = try await APIDependencies.live(
+            configuration: configuration, sealingKey: configuration.codes.sealingKey!, logger: logs.logger("herald-api"),
+            metrics: { "" })
+        dependencies.clock = clock
+        let app = buildApplication(dependencies, logger: logs.logger("herald-api"))
+        let admin = try await TestBroker.connection(.publisher, name: "test-admin", logger: quietLogger())
+        let topology = self.topology
+        do {
+            try await app.test(.live) { client in
+                let heraldClient = HeraldClient(port: client.port!)
+                // Publishing needs the API's broker connection; it connects in the background.
+                _ = await eventually { (try? await heraldClient.get("/readyz"))?.status == 200 }
+                try await body(heraldClient, admin)
+            }
+        } catch {
+            try? await admin.perform { try topology.delete(on: $0) }
+            await admin.shutdown()
+            throw error
+        }
+        try? await admin.perform { try topology.delete(on: $0) }
+        await admin.shutdown()
+    }
+
+    /// The jobs the API published (taken off the work queue: no worker runs in these tests).
+    func publishedJobs(_ admin: AMQPConnection) async throws -> [(AMQPDelivery, Job)] {
+        try await TestBroker.drain(topology.workQueue(.sms), using: admin).map { ($0, try JobCodec.decode($0.body)) }
+    }
+
+    /// The code inside a published job, opened with the test's sealing key.
+    func code(in job: Job) throws -> String {
+        guard case .sms(let message) = job.payload, let sealed = message.params["codeSealed"] else {
+            throw TestFailure("not a verification job")
+        }
+        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id)
+    }
+}
+
+enum Paths {
+    static let v1 = "/identitytoolkit.googleapis.com/v1/accounts:"
+    static let shortV1 = "/v1/accounts:"
+    static let legacy = "/www.googleapis.com/identitytoolkit/v3/relyingparty/"
+    static let token = "/securetoken.googleapis.com/v1/token"
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make test`: the same set-up as `make run`, a broker if none answers, then the whole suite.
+# The broker is left running for the next run; `make stop` stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --test
+scripts/broker.sh start
+swift build --build-tests
+# End-to-end tests start the real executables from here.
+export HERALDTEST_BIN_DIR="$(swift build --show-bin-path)"
+swift test --skip-build "$@"
