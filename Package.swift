@@ -182,7 +182,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldWorkerTests",
-            dependencies: ["HeraldWorker", "HeraldChannels", "HeraldTesting", "HeraldStore"],
+            dependencies: [
+                "HeraldWorker", "HeraldChannels", "HeraldTesting", "HeraldStore", "HeraldAMQP", "HeraldCore",
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,93 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import JWTKit
+import Testing
+
+@Suite("End to end: herald-api → RabbitMQ → herald-sms-worker → gateway", .serialized)
+struct EndToEndTests {
+    @Test("the code in the SMS signs in, on the v1 and the legacy paths; nothing secret is logged")
+    func phoneFlow() async throws {
+        let stack = try await StackHarness()
+        try await stack.startAPI()
+        try await stack.startWorker()
+        do {
+            let session = try await stack.sendCode(to: "+15555550100")
+            try await stack.waitForGateway(1)
+            let sms = try #require(stack.gateway.received.first)
+            #expect(sms.to == "+15555550100")
+            #expect(sms.text?.hasSuffix(" is your verification code for Herald Test.") == true)
+            #expect(sms.headers["authorization"] == "Bearer gateway-token")
+            #expect(sms.headers["content-type"] == "application/json")
+            let reference = try #require(sms.reference)
+            #expect(UUID(uuidString: reference) != nil)
+            #expect(sms.headers["idempotency-key"] == reference)
+            let code = try #require(StackHarness.code(in: sms.text))
+
+            let signedIn = try await stack.client.post(
+                "/identitytoolkit.googleapis.com/v1/accounts:signInWithPhoneNumber", apiKey: TestConfiguration.apiKey,
+                json: ["sessionInfo": session, "code": code])
+            #expect(signedIn.status == 200)
+            let idToken = try #require(signedIn.string("idToken"))
+            let jwks = try await stack.client.get("/.well-known/jwks.json")
+            let verifier = JWTKeyCollection()
+            try await verifier.add(jwksJSON: String(decoding: jwks.body, as: UTF8.self))
+            #expect(try await verifier.verify(idToken, as: PhoneClaims.self).phone_number == "+15555550100")
+
+            // Legacy paths, same results.
+            let legacySession = try await stack.client.post(
+                "/www.googleapis.com/identitytoolkit/v3/relyingparty/sendVerificationCode", apiKey: TestConfiguration.apiKey,
+                json: ["phoneNumber": "+15555550100"]).string("sessionInfo")
+            try await stack.waitForGateway(2)
+            let legacyCode = try #require(StackHarness.code(in: stack.gateway.received[1].text))
+            let legacySignIn = try await stack.client.post(
+                "/www.googleapis.com/identitytoolkit/v3/relyingparty/verifyPhoneNumber", apiKey: TestConfiguration.apiKey,
+                json: ["sessionInfo": try #require(legacySession), "code": legacyCode])
+            #expect(legacySignIn.string("localId") == signedIn.string("localId"))
+
+            let status = try await stack.store.deliveryStatus(jobID: UUID(uuidString: reference)!)
+            #expect(status?.status == .sent)
+            #expect(status?.attempts == 1)
+
+            let metrics = String(decoding: try await HeraldClient(port: stack.settings.apiPort).get("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains("herald_api_verification_sends_total"))
+
+            let leaks = linesLeaking([code, legacyCode, session], in: stack.allOutput)
+            #expect(leaks.isEmpty, "secrets in process output: \(leaks)")
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test("worker health, readiness and metrics on workers.sms.metricsPort")
+    func workerEndpoints() async throws {
+        let stack = try await StackHarness()
+        let port = freePort()
+        try await stack.startWorker(metricsPort: port)
+        do {
+            let probe = HeraldClient(port: port)
+            #expect(try await probe.get("/healthz").status == 200)
+            #expect(await eventually { (try? await probe.get("/readyz"))?.status == 200 })
+            try await stack.startAPI()
+            _ = try await stack.sendCode()
+            try await stack.waitForGateway(1)
+            let metrics = String(decoding: try await probe.get("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains(#"herald_worker_jobs_total{type="sms",outcome="sent"} 1"#))
+            #expect(metrics.contains("herald_worker_enqueue_to_sent_seconds_bucket"))
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+}
+
+struct PhoneClaims: JWTPayload {
+    var exp: ExpirationClaim
+    var phone_number: String
+    func verify(using algorithm: some JWTAlgorithm) throws { try exp.verifyNotExpired() }
+}

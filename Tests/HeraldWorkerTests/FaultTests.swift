@@ -1,0 +1,208 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@Suite("Faults: crashes, provider outages, refusals, expiry, shutdown", .serialized)
+struct FaultTests {
+    @Test("a worker killed with jobs in flight: after a restart every SMS has arrived exactly once")
+    func sigkillMidFlight() async throws {
+        let stack = try await StackHarness {
+            $0.concurrency = 4
+            $0.prefetch = 8
+        }
+        do {
+            try await stack.startAPI()
+            stack.gateway.setFallback(.init(status: 200, delay: .seconds(3)))
+            let first = try await stack.startWorker()
+            for index in 0..<12 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 100 + index))") }
+            // All four slots are waiting on the gateway: their requests arrived, their answers did not.
+            try await stack.waitForGateway(4)
+            await first.kill9()
+            stack.workers.removeAll { $0 === first }
+            stack.stoppedProcesses.append(first)
+            stack.gateway.setFallback(.ok)
+            try await stack.startWorker()
+            try await stack.waitForGateway(12)
+            try await Task.sleep(for: .seconds(2))
+            let references = stack.gateway.received.compactMap(\.reference)
+            #expect(references.count == 12, "gateway got \(references.count) requests")
+            #expect(Set(references).count == 12)
+            let store = try stack.store
+            var statuses: [DeliveryStatus: Int] = [:]
+            for reference in Set(references) {
+                let status = try #require(try await store.deliveryStatus(jobID: UUID(uuidString: reference)!))
+                statuses[status.status, default: 0] += 1
+            }
+            // The four in flight at the crash are recorded as in doubt (sent, but unconfirmed), not resent.
+            #expect(statuses[.uncertain] == 4)
+            #expect(statuses[.sent] == 8)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test("gateway 503, 503, then 200: retried through the delay queues, one SMS delivered")
+    func transientOutage() async throws {
+        let stack = try await StackHarness()
+        do {
+            try await stack.startAPI()
+            try await stack.startWorker()
+            stack.gateway.script([.init(status: 503), .init(status: 503, headers: ["Retry-After": "1"])])
+            let session = try await stack.sendCode()
+            try await stack.waitForGateway(3)
+            try await Task.sleep(for: .seconds(2))
+            let received = stack.gateway.received
+            #expect(received.count == 3)
+            #expect(Set(received.compactMap(\.reference)).count == 1)
+            // Delays: 300 ms, then Retry-After 1 s (rounded up to the 1 s delay queue).
+            #expect(received[1].arrivedAt.timeIntervalSince(received[0].arrivedAt) >= 0.25)
+            #expect(received[2].arrivedAt.timeIntervalSince(received[1].arrivedAt) >= 0.95)
+            let status = try await stack.store.deliveryStatus(jobID: UUID(uuidString: received[0].reference!)!)
+            #expect(status?.status == .sent)
+            #expect(status?.attempts == 3)
+            let code = try #require(StackHarness.code(in: received[2].text))
+            let signedIn = try await stack.client.post(
+                "/v1/accounts:signInWithPhoneNumber", apiKey: TestConfiguration.apiKey, json: ["sessionInfo": session, "code": code])
+            #expect(signedIn.status == 200)
+            for queue in stack.topology.queues(.sms) {
+                #expect(try await TestBroker.depth(queue, using: stack.admin) == 0, "\(queue) is not empty")
+            }
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test("gateway 400: the job lands in the dead-letter queue with the reason, nothing is sent twice, nothing secret is logged")
+    func permanentRefusal() async throws {
+        let stack = try await StackHarness()
+        do {
+            try await stack.startAPI()
+            try await stack.startWorker()
+            stack.gateway.script([.init(status: 400, body: #"{"error":"invalid destination 5555550100"}"#)])
+            _ = try await stack.sendCode()
+            try await stack.waitForGateway(1)
+            let deadQueue = stack.topology.deadQueue(.sms)
+            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(stack.gateway.received.count == 1)
+            let dead = try #require(try await TestBroker.drain(deadQueue, using: stack.admin).first)
+            guard case .string(let reason) = dead.headers["x-herald-reason"] else { Issue.record("no reason header"); return }
+            #expect(reason.hasPrefix("gateway answered HTTP 400"))
+            #expect(reason.contains("5555550100") == false, "digits from the gateway's body are masked")
+            let job = try JobCodec.decode(dead.body)
+            #expect(dead.messageID == job.id.uuidString.lowercased())
+            let status = try await stack.store.deliveryStatus(jobID: job.id)
+            #expect(status?.status == .failed)
+            guard case .sms(let message) = job.payload else { Issue.record("not sms"); return }
+            let sealed = try #require(message.params["codeSealed"])
+            let code = try #require(StackHarness.code(in: stack.gateway.received[0].text))
+            let leaks = linesLeaking([sealed, code], in: stack.allOutput)
+            #expect(leaks.isEmpty, "secrets in process output: \(leaks)")
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test("a job past expiresAt is dropped, not sent; a malformed job is dead-lettered with the reason")
+    func expiredAndMalformed() async throws {
+        let stack = try await StackHarness()
+        do {
+            try await stack.startWorker()
+            let publisher = try await TestBroker.connection(.publisher, logger: quietLogger())
+            let sealer = Sealer(key: stack.keys.sealing)
+            let id = UUID()
+            let expired = Job(
+                id: id, project: TestConfiguration.projectID, createdAt: Date().addingTimeInterval(-400),
+                expiresAt: Date().addingTimeInterval(-100),
+                payload: .sms(SMSMessage(to: "+15555550100", template: .verification, params: ["codeSealed": sealer.seal("123456", jobID: id)])))
+            let store = try stack.store
+            // As the API does: the job is in the ledger before it is published.
+            try await store.recordPending(jobID: id, projectID: TestConfiguration.projectID, type: .sms, destination: "+15555550100", now: Date())
+            try await AMQPJobPublisher(connection: publisher, topology: stack.topology).publish(expired, traceparent: .random())
+            try await publisher.publish(
+                AMQPOutgoingMessage(exchange: stack.topology.exchange, routingKey: "sms", body: Data(#"{"id":"not-a-uuid"}"#.utf8), messageID: "bad"))
+            #expect(await eventually { (try? await store.deliveryStatus(jobID: id))??.status == .expired })
+            #expect(await eventually { (try? await TestBroker.depth(stack.topology.deadQueue(.sms), using: stack.admin)) == 1 })
+            try await Task.sleep(for: .seconds(1))
+            #expect(stack.gateway.received.isEmpty)
+            let dead = try #require(try await TestBroker.drain(stack.topology.deadQueue(.sms), using: stack.admin).first)
+            #expect(dead.messageID == "bad")
+            #expect(dead.headers["x-herald-reason"] == .string("malformed job: id: not a UUID"))
+            #expect(stack.workers[0].output.contains("job expired before sending; dropped"))
+            await publisher.shutdown()
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test("SIGTERM: in-flight sends finish, the rest go back to the queue, exit status 0, nothing lost or doubled")
+    func gracefulShutdown() async throws {
+        let stack = try await StackHarness {
+            $0.concurrency = 4
+            $0.prefetch = 8
+        }
+        do {
+            try await stack.startAPI()
+            stack.gateway.setFallback(.init(status: 200, delay: .seconds(1.5)))
+            let first = try await stack.startWorker()
+            for index in 0..<8 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 200 + index))") }
+            try await stack.waitForGateway(4)
+            let status = await first.terminate()
+            #expect(status == 0)
+            stack.workers.removeAll { $0 === first }
+            stack.stoppedProcesses.append(first)
+            #expect(first.output.contains("worker stopped"))
+            let sentBeforeRestart = stack.gateway.received.count
+            stack.gateway.setFallback(.ok)
+            try await stack.startWorker()
+            try await stack.waitForGateway(8)
+            try await Task.sleep(for: .seconds(1.5))
+            let references = stack.gateway.received.compactMap(\.reference)
+            #expect(sentBeforeRestart >= 4)
+            #expect(references.count == 8)
+            #expect(Set(references).count == 8)
+            let store = try stack.store
+            for reference in references {
+                #expect(try await store.deliveryStatus(jobID: UUID(uuidString: reference)!)?.status == .sent)
+            }
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test("heartbeats keep flowing while a send takes longer than two heartbeat intervals")
+    func heartbeatsDuringLongSends() async throws {
+        let stack = try await StackHarness()
+        do {
+            try await stack.startAPI()
+            stack.gateway.setFallback(.init(status: 200, delay: .seconds(4)))
+            let worker = try await stack.startWorker(environment: ["HERALD_AMQP_HEARTBEAT": "1s"])
+            _ = try await stack.sendCode()
+            try await stack.waitForGateway(1)
+            let sent = await eventually(timeout: .seconds(10)) { worker.output.contains("\"message\":\"sent\"") }
+            #expect(sent)
+            #expect(worker.output.contains("amqp connection lost") == false)
+            #expect(stack.gateway.received.count == 1)
+            let status = try await stack.store.deliveryStatus(jobID: UUID(uuidString: stack.gateway.received[0].reference!)!)
+            #expect(status?.status == .sent)
+            #expect(status?.attempts == 1)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+}

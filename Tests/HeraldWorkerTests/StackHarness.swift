@@ -1,0 +1,95 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+/// The real executables (herald-api, herald-sms-worker) against the real broker, a real SQLite file and
+/// a fake SMS gateway, each test with its own exchange, state directory and ports.
+final class StackHarness: @unchecked Sendable {
+    // @unchecked: mutated only by the test that owns it, sequentially.
+    var settings: TestConfiguration
+    let gateway: FakeSMSGateway
+    let configPath: String
+    let admin: AMQPConnection
+    var api: HeraldProcess?
+    var workers: [HeraldProcess] = []
+    var stoppedProcesses: [HeraldProcess] = []
+    let client: HeraldClient
+
+    init(_ adjust: (inout TestConfiguration) -> Void = { _ in }) async throws {
+        gateway = try await FakeSMSGateway.start()
+        var settings = TestConfiguration()
+        settings.gatewayURL = gateway.url
+        settings.apiPort = freePort()
+        settings.metricsPort = freePort()
+        adjust(&settings)
+        self.settings = settings
+        configPath = try settings.write()
+        admin = try await TestBroker.connection(.publisher, name: "test-admin", logger: quietLogger())
+        let topology = Topology(configuration: try settings.parsed())
+        try await admin.perform { try topology.declare(on: $0) }
+        client = HeraldClient(port: settings.apiPort)
+    }
+
+    var topology: Topology { Topology(configuration: try! settings.parsed()) }
+    var keys: HeraldKeys { HeraldKeys(master: Data(base64Encoded: settings.sealingKey!)!) }
+
+    func startAPI() async throws {
+        let process = try HeraldProcess("herald-api", arguments: ["--config", configPath], logDirectory: settings.stateDir)
+        api = process
+        _ = await eventually(timeout: .seconds(20)) { (try? await self.client.get("/readyz"))?.status == 200 }
+        guard (try? await client.get("/readyz"))?.status == 200 else {
+            throw TestFailure("herald-api did not become ready:\n\(process.output.suffix(3000))")
+        }
+    }
+
+    @discardableResult
+    func startWorker(metricsPort: Int? = nil, environment: [String: String] = [:]) async throws -> HeraldProcess {
+        var env = environment
+        env["HERALD_WORKERS_SMS_METRICS_PORT"] = String(metricsPort ?? freePort())
+        let process = try HeraldProcess("herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir, environment: env)
+        workers.append(process)
+        try await process.waitForOutput("amqp connected")
+        try await process.waitForOutput("worker publisher")
+        return process
+    }
+
+    /// Sends a code to `phone` and returns the sessionInfo.
+    func sendCode(to phone: String = "+15555550100") async throws -> String {
+        let answer = try await client.post(
+            "/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": phone])
+        guard answer.status == 200, let session = answer.string("sessionInfo") else {
+            throw TestFailure("sendVerificationCode failed: \(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        return session
+    }
+
+    /// Waits until the gateway has `count` requests.
+    func waitForGateway(_ count: Int, timeout: Duration = .seconds(30)) async throws {
+        let reached = await eventually(timeout: timeout) { gateway.received.count >= count }
+        guard reached else {
+            throw TestFailure("gateway got \(gateway.received.count) of \(count) requests; worker output:\n\(workers.map(\.output).joined().suffix(4000))")
+        }
+    }
+
+    /// The code in an SMS text (the first run of six digits).
+    static func code(in text: String?) -> String? {
+        guard let text, let range = text.range(of: #"\d{6}"#, options: .regularExpression) else { return nil }
+        return String(text[range])
+    }
+
+    var store: SQLiteStore { get throws { try SQLiteStore(path: settings.stateDir + "/herald.sqlite") } }
+
+    /// All output of every process this harness started.
+    var allOutput: String { ([api].compactMap { $0 } + workers + stoppedProcesses).map(\.output).joined(separator: "\n") }
+
+    func stop() async {
+        for process in workers + [api].compactMap({ $0 }) { await process.terminate() }
+        let topology = self.topology
+        try? await admin.perform { try topology.delete(on: $0) }
+        await admin.shutdown()
+        await gateway.stop()
+    }
+}
