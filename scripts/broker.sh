@@ -5,6 +5,7 @@
 #   scripts/broker.sh start   start one unless a broker already answers on $AMQP_PORT (default 5672)
 #   scripts/broker.sh stop    stop the broker this script started (and its epmd), nothing else
 #   scripts/broker.sh status  say whether a broker answers and whether it is ours
+#   scripts/broker.sh stop-app | start-app   stop or start RabbitMQ inside our node (tests of broker outages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,7 +70,10 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  stop-app|start-app)
+    ours_running || { echo "broker: only the broker started by this script can be stopped and started" >&2; exit 1; }
+    rmq_env "$BIN/rabbitmqctl" -q "${1//-/_}" ;;
   status)
     if answers; then echo "broker: answering on 127.0.0.1:$PORT$(ours_running && echo ' (ours)')"; else echo "broker: nothing on 127.0.0.1:$PORT"; fi ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|stop-app|start-app" >&2; exit 2 ;;
 esac
