@@ -28,7 +28,7 @@ public enum TestBroker {
 
     /// A started connection of `role`, waiting until it is connected.
     public static func connection(
-        _ role: AMQPConnection.Role, name: String = "test", logger: Logger = Logger(label: "test"),
+        _ role: AMQPConnection.Role, name: String = "test", logger: Logger = quietLogger(),
         publishTimeout: Duration = .seconds(5), onConnect: (@Sendable (AMQPChannel) throws -> Void)? = nil
     ) async throws -> AMQPConnection {
         let connection = AMQPConnection(
