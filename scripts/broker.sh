@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A project-local RabbitMQ for `make run` / `make test`: no systemd, every listener and epmd on
 # 127.0.0.1, all state under $HERALD_STATE_DIR/rabbitmq (default .herald/rabbitmq, git-ignored).
+# AMQP_PORT (default 5672) picks the port; several nodes can run side by side (the outage test starts
+# its own on a free port).
 #
 #   scripts/broker.sh start   start one unless a broker already answers on $AMQP_PORT (default 5672)
 #   scripts/broker.sh stop    stop the broker this script started (and its epmd), nothing else
@@ -12,11 +14,13 @@ cd "$(dirname "$0")/.."
 STATE_DIR=${HERALD_STATE_DIR:-.herald}
 BASE="$(mkdir -p "$STATE_DIR" && cd "$STATE_DIR" && pwd)/rabbitmq"
 PORT=${AMQP_PORT:-5672}
-DIST_PORT=$((PORT + 20000))
+DIST_PORT=${AMQP_DIST_PORT:-$((PORT + 20000))}
+NODE="herald@localhost"
+if [ "$PORT" != 5672 ]; then NODE="herald-$PORT@localhost"; fi
 BIN=/usr/lib/rabbitmq/bin
 
 rmq_env() {
-  env HOME="$BASE" RABBITMQ_NODENAME="herald@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+  env HOME="$BASE" RABBITMQ_NODENAME="$NODE" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
     RABBITMQ_NODE_PORT="$PORT" RABBITMQ_DIST_PORT="$DIST_PORT" ERL_EPMD_ADDRESS=127.0.0.1 \
     RABBITMQ_MNESIA_BASE="$BASE/mnesia" RABBITMQ_LOG_BASE="$BASE/log" RABBITMQ_PID_FILE="$BASE/rabbit.pid" \
     RABBITMQ_CONFIG_FILE="$BASE/rabbitmq.conf" RABBITMQ_ENABLED_PLUGINS_FILE="$BASE/enabled_plugins" \

@@ -9,8 +9,4 @@ scripts/broker.sh start
 swift build --build-tests
 # End-to-end tests start the real executables from here.
 export HERALDTEST_BIN_DIR="$(swift build --show-bin-path)"
-if [ $# -gt 0 ]; then exec swift test --skip-build "$@"; fi
-# Pass 1: everything that shares the broker.
-swift test --skip-build --skip BrokerOutageTests
-# Pass 2: the tests that stop and start the broker, alone (they would disturb pass 1).
-HERALDTEST_BROKER_CONTROL="$PWD/scripts/broker.sh" swift test --skip-build --filter BrokerOutageTests
+swift test --skip-build "$@"

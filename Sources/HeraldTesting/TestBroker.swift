@@ -28,9 +28,10 @@ public enum TestBroker {
 
     /// A started connection of `role`, waiting until it is connected.
     public static func connection(
-        _ role: AMQPConnection.Role, name: String = "test", logger: Logger = quietLogger(),
+        _ role: AMQPConnection.Role, name: String = "test", url: String = TestBroker.url, logger: Logger = quietLogger(),
         publishTimeout: Duration = .seconds(5), onConnect: (@Sendable (AMQPChannel) throws -> Void)? = nil
     ) async throws -> AMQPConnection {
+        let endpoint = AMQPEndpoint(url: url)!
         let connection = AMQPConnection(
             options: .init(endpoint: endpoint, role: role, name: name, heartbeat: .seconds(10), publishTimeout: publishTimeout),
             logger: logger, onConnect: onConnect)

@@ -4,42 +4,59 @@ import HeraldStore
 import HeraldTesting
 import Testing
 
-/// Stops and restarts the broker under a running stack. `make test` runs this suite on its own after
-/// everything else, with `HERALDTEST_BROKER_CONTROL` pointing at scripts/broker.sh.
+/// Stops and restarts RabbitMQ under a running stack. The suite starts a broker of its own (scripts/
+/// broker.sh on a free port, its own data directory), so it can take it down without disturbing the
+/// tests that share the main one.
 @Suite("Broker outage: stop and restart RabbitMQ under a running stack", .serialized)
 struct BrokerOutageTests {
-    func control(_ command: String) throws {
-        guard let script = ProcessInfo.processInfo.environment["HERALDTEST_BROKER_CONTROL"] else {
-            throw TestFailure("this suite stops the broker: run it through `make test` (HERALDTEST_BROKER_CONTROL=scripts/broker.sh)")
+    /// A private RabbitMQ node driven through the project's broker script.
+    struct PrivateBroker {
+        let port = freePort()
+        let distributionPort = freePort()
+        let directory = NSTemporaryDirectory() + "herald-broker-\(UUID().uuidString.prefix(8))"
+        static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/broker.sh").path
+
+        var url: String { "amqp://guest:guest@127.0.0.1:\(port)/%2f" }
+
+        func run(_ command: String) async throws {
+            let line = "AMQP_PORT=\(port) AMQP_DIST_PORT=\(distributionPort) HERALD_STATE_DIR='\(directory)' '\(Self.script)' \(command) > /dev/null"
+            // system() waits for its own child; Foundation's Process lost track of this script's exit
+            // (it leaves a daemonized broker behind) on Linux.
+            let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+                Thread { continuation.resume(returning: system(line)) }.start()
+            }
+            guard status == 0 else { throw TestFailure("scripts/broker.sh \(command) failed (port \(port), status \(status))") }
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: script)
-        process.arguments = [command]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("\(script) \(command) failed") }
     }
 
     @Test("a confirmed job survives a broker restart; while it is down the API answers 503 and keeps running")
     func restart() async throws {
-        let stack = try await StackHarness()
+        let broker = PrivateBroker()
+        try await broker.run("start")
+        do {
+            try await outageScenario(broker)
+        } catch {
+            try? await broker.run("stop")
+            throw error
+        }
+        try await broker.run("stop")
+    }
+
+    func outageScenario(_ broker: PrivateBroker) async throws {
+        let stack = try await StackHarness(brokerURL: broker.url)
         do {
             try await stack.startAPI()
             // No worker yet: the confirmed job waits in the queue through the restart.
             let session = try await stack.sendCode(to: "+15555550199")
-            try control("stop-app")
-            do {
-                let down = try await stack.client.post(
-                    "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550198"])
-                #expect(down.status == 503)
-                #expect(down.errorMessage?.hasPrefix("UNAVAILABLE") == true)
-                #expect(try await stack.client.get("/healthz").status == 200)
-                #expect(try await stack.client.get("/readyz").status == 503)
-            } catch {
-                try? control("start-app")
-                throw error
-            }
-            try control("start-app")
+            try await broker.run("stop-app")
+            let down = try await stack.client.post(
+                "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550198"])
+            #expect(down.status == 503)
+            #expect(down.errorMessage?.hasPrefix("UNAVAILABLE") == true)
+            #expect(try await stack.client.get("/healthz").status == 200)
+            #expect(try await stack.client.get("/readyz").status == 503)
+            try await broker.run("start-app")
             #expect(await eventually(timeout: .seconds(30)) { (try? await stack.client.get("/readyz"))?.status == 200 })
             #expect(stack.api?.isRunning == true)
             try await stack.startWorker()

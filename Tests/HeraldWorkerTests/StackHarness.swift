@@ -18,16 +18,17 @@ final class StackHarness: @unchecked Sendable {
     var stoppedProcesses: [HeraldProcess] = []
     let client: HeraldClient
 
-    init(_ adjust: (inout TestConfiguration) -> Void = { _ in }) async throws {
+    init(brokerURL: String = TestBroker.url, _ adjust: (inout TestConfiguration) -> Void = { _ in }) async throws {
         gateway = try await FakeSMSGateway.start()
         var settings = TestConfiguration()
+        settings.amqpURL = brokerURL
         settings.gatewayURL = gateway.url
         settings.apiPort = freePort()
         settings.metricsPort = freePort()
         adjust(&settings)
         self.settings = settings
         configPath = try settings.write()
-        admin = try await TestBroker.connection(.publisher, name: "test-admin", logger: quietLogger())
+        admin = try await TestBroker.connection(.publisher, name: "test-admin", url: brokerURL)
         let topology = Topology(configuration: try settings.parsed())
         try await admin.perform { try topology.declare(on: $0) }
         client = HeraldClient(port: settings.apiPort)
