@@ -174,7 +174,7 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HeraldTesting", "HeraldStore",
+                "HeraldAPI", "HeraldTesting", "HeraldStore", "HeraldRuntime", "HeraldAMQP", "HeraldCore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

@@ -59,7 +59,7 @@ public final class AMQPConnection: Service, Sendable {
     }
 
     enum Settlement: Sendable {
-        case ack, nack(requeue: Bool), reject(requeue: Bool)
+        case ack, nack(requeue: Bool)
     }
 
     struct PendingPublish: Sendable {

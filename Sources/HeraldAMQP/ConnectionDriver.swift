@@ -283,7 +283,6 @@ final class ConnectionDriver {
             switch settlement {
             case .ack: status = amqp_basic_ack(state, Self.mainChannel, tag, 0)
             case .nack(let requeue): status = amqp_basic_nack(state, Self.mainChannel, tag, 0, requeue ? 1 : 0)
-            case .reject(let requeue): status = amqp_basic_reject(state, Self.mainChannel, tag, requeue ? 1 : 0)
             }
             if status != AMQP_STATUS_OK.rawValue { markBroken("ack: \(String(cString: amqp_error_string2(status)))") }
         case .perform(let body):

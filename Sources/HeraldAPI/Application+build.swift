@@ -39,10 +39,11 @@ public struct APIDependencies: Sendable {
         self.services = services
     }
 
-    /// The SQLite store, a confirm-mode publisher connection that declares the topology on every
-    /// (re)connect, and the ID-token signing key from configuration or `state.dir`.
+    /// The SQLite store and a confirm-mode publisher connection that declares the topology on every
+    /// (re)connect; keys come from `KeyMaterial` (configuration or `state.dir`).
     public static func live(
-        configuration: HeraldConfiguration, sealingKey: Data, logger: Logger, metrics: @escaping @Sendable () -> String
+        configuration: HeraldConfiguration, sealingKey: Data, signingKeyPEM: String, logger: Logger,
+        metrics: @escaping @Sendable () -> String
     ) async throws -> APIDependencies {
         let store = try SQLiteStore(url: configuration.store.url)
         let topology = Topology(configuration: configuration)
@@ -60,9 +61,7 @@ public struct APIDependencies: Sendable {
                     throw error
                 }
             })
-        let tokens = try await TokenIssuer(
-            signingKeyFile: configuration.tokens.signingKeyFile, stateDirectory: configuration.state.dir,
-            idTokenTTL: configuration.tokens.idTokenTTL)
+        let tokens = try await TokenIssuer(privateKeyPEM: signingKeyPEM, idTokenTTL: configuration.tokens.idTokenTTL)
         return APIDependencies(
             configuration: configuration, store: store, publisher: AMQPJobPublisher(connection: connection, topology: topology),
             keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected }, metrics: metrics,

@@ -17,6 +17,18 @@ public enum KeyMaterial {
         return key
     }
 
+    /// The ID-token signing key: `tokens.signingKeyFile`, or the one kept in `<state.dir>/id-token-key.pem`
+    /// (created on first use with `generate`).
+    public static func idTokenSigningKey(_ configuration: HeraldConfiguration, generate: () throws -> String) throws -> String {
+        if let file = configuration.tokens.signingKeyFile {
+            guard let data = FileManager.default.contents(atPath: file), data.isEmpty == false else {
+                throw ConfigError(key: "tokens.signingKeyFile", problem: "cannot read \(file)")
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+        return try readOrCreate(path: configuration.state.dir + "/id-token-key.pem", make: generate)
+    }
+
     /// The content of `path`, creating it with `make()` first if it does not exist.
     public static func readOrCreate(path: String, make: () throws -> String) throws -> String {
         let directory = (path as NSString).deletingLastPathComponent

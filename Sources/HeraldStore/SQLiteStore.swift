@@ -29,6 +29,7 @@ public final class SQLiteStore: HeraldStoreProtocol {
     }
 
     /// Runs `body` on the store's queue (off the cooperative thread pool: SQLite may block on locks).
+    @discardableResult
     func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { [connection] in

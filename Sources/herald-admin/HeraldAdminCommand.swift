@@ -3,6 +3,7 @@ import Foundation
 import HeraldAMQP
 import HeraldCore
 import HeraldRuntime
+import HeraldStore
 import Logging
 
 /// herald-admin: operator tasks against the broker (and, later, the store).
@@ -113,19 +114,24 @@ extension HeraldAdminCommand.DeadLetters {
 
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move dead-lettered jobs back to their work queue (each is removed only after the broker confirmed the copy).")
+            abstract: "Move dead-lettered jobs back to their work queue, to be sent again (each is removed only after the broker confirmed the copy).")
         @OptionGroup var options: CommonOptions
         @Option(help: "Job type.") var type: String = "sms"
         @Option(help: "At most this many jobs.") var limit: Int = 1000
 
         func run() async throws {
-            let (_, topology, connection) = try await adminConnection(options)
+            let (configuration, topology, connection) = try await adminConnection(options)
             guard let jobType = JobType(rawValue: type) else { throw ValidationError("unknown job type \(type)") }
+            let store = try SQLiteStore(url: configuration.store.url)
             var replayed = 0
             while replayed < limit {
                 guard let message = try await connection.perform({ try $0.get(topology.deadQueue(jobType), acknowledge: false) }) else { break }
                 var headers = message.headers.filter { $0.key == "traceparent" || $0.key == "x-herald-schema" }
                 headers["x-herald-attempt"] = .int(0)
+                // The ledger says "failed"; mark the job pending again so a worker sends it.
+                if let id = message.messageID.flatMap(UUID.init(uuidString:)) {
+                    try await store.recordDelivery(jobID: id, status: .pending, reason: "replayed by herald-admin", now: Date())
+                }
                 try await connection.publish(
                     AMQPOutgoingMessage(
                         exchange: topology.exchange, routingKey: jobType.rawValue, body: message.body, messageID: message.messageID,

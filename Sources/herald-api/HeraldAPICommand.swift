@@ -20,8 +20,9 @@ struct HeraldAPICommand: AsyncParsableCommand {
         let logger = Logger(label: "herald-api")
         logger.info("starting", metadata: ["config": .string(path)])
         let dependencies = try await APIDependencies.live(
-            configuration: configuration, sealingKey: try KeyMaterial.sealingKey(configuration), logger: logger,
-            metrics: { HeraldMetrics.exposition() })
+            configuration: configuration, sealingKey: try KeyMaterial.sealingKey(configuration),
+            signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM),
+            logger: logger, metrics: { HeraldMetrics.exposition() })
         try await buildApplication(dependencies, logger: logger).runService()
     }
 }

@@ -3,6 +3,7 @@ import HTTPTypes
 import HeraldAMQP
 import HeraldAPI
 import HeraldCore
+import HeraldRuntime
 import HeraldStore
 import HeraldTesting
 import Hummingbird
@@ -39,7 +40,8 @@ struct APIHarness {
     /// Runs `body` with a live server and a client; cleans the test's queues afterwards.
     func run(_ body: @escaping @Sendable (HeraldClient, AMQPConnection) async throws -> Void) async throws {
         var dependencies = try await APIDependencies.live(
-            configuration: configuration, sealingKey: configuration.codes.sealingKey!, logger: logs.logger("herald-api"),
+            configuration: configuration, sealingKey: configuration.codes.sealingKey!,
+            signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM), logger: logs.logger("herald-api"),
             metrics: { "" })
         dependencies.clock = clock
         let app = buildApplication(dependencies, logger: logs.logger("herald-api"))

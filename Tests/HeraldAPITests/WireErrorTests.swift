@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPI
 import HeraldCore
+import HeraldRuntime
 import HeraldTesting
 import HummingbirdTesting
 import Testing
@@ -96,6 +97,7 @@ struct WireErrorTests {
         let harness = try APIHarness { $0.amqpURL = "amqp://guest:guest@127.0.0.1:\(freePort())/%2f" }
         var dependencies = try await HeraldAPI.APIDependencies.live(
             configuration: harness.configuration, sealingKey: harness.configuration.codes.sealingKey!,
+            signingKeyPEM: try KeyMaterial.idTokenSigningKey(harness.configuration, generate: TokenIssuer.generatePrivateKeyPEM),
             logger: harness.logs.logger(), metrics: { "" })
         dependencies.clock = harness.clock
         let app = HeraldAPI.buildApplication(dependencies, logger: harness.logs.logger())

@@ -206,3 +206,66 @@ struct FaultTests {
         await stack.stop()
     }
 }
+
+@Suite("herald-admin against a running stack", .serialized)
+struct AdminTests {
+    func admin(_ stack: StackHarness, _ arguments: [String]) async throws -> String {
+        let process = try HeraldProcess("herald-admin", arguments: arguments + ["--config", stack.configPath], logDirectory: stack.settings.stateDir)
+        let status = await process.waitForExit(timeout: .seconds(30))
+        guard status == 0 else { throw TestFailure("herald-admin \(arguments) exited \(status):\n\(process.output)") }
+        return process.output
+    }
+
+    @Test("topology declare and status; dead letters listed with their reason, then replayed and sent once")
+    func deadLetterReplay() async throws {
+        let stack = try await StackHarness()
+        do {
+            let declared = try await admin(stack, ["topology", "declare"])
+            #expect(declared.contains(stack.topology.workQueue(.sms)))
+            try await stack.startAPI()
+            try await stack.startWorker()
+            stack.gateway.script([.init(status: 422, body: #"{"error":"sender not registered"}"#)])
+            _ = try await stack.sendCode()
+            let deadQueue = stack.topology.deadQueue(.sms)
+            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
+            let status = try await admin(stack, ["topology", "status"])
+            #expect(status.contains("\(deadQueue)\tready=1"))
+            #expect(status.contains("\(stack.topology.workQueue(.sms))\tready=0\tconsumers=1"))
+            let listed = try await admin(stack, ["dead-letters", "list"])
+            #expect(listed.contains("gateway answered HTTP 422"))
+            #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 1, "listing leaves the jobs in place")
+            // The operator fixed the sender; replay sends the job once.
+            let replayed = try await admin(stack, ["dead-letters", "replay"])
+            #expect(replayed.contains("replayed 1 sms job(s)"))
+            try await stack.waitForGateway(2)
+            try await Task.sleep(for: .seconds(1))
+            #expect(stack.gateway.received.count == 2)
+            #expect(Set(stack.gateway.received.compactMap(\.reference)).count == 1)
+            #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 0)
+            let id = try #require(UUID(uuidString: stack.gateway.received[0].reference!))
+            #expect(try await stack.store.deliveryStatus(jobID: id)?.status == .sent)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test("a configuration error stops every executable with one line naming the key and status 78")
+    func badConfiguration() async throws {
+        let stack = try await StackHarness()
+        do {
+            for executable in ["herald-api", "herald-sms-worker", "herald-admin"] {
+                let arguments = executable == "herald-admin" ? ["topology", "status", "--config", stack.configPath] : ["--config", stack.configPath]
+                let process = try HeraldProcess(
+                    executable, arguments: arguments, logDirectory: stack.settings.stateDir, environment: ["HERALD_AMQP_PREFECH": "5"])
+                #expect(await process.waitForExit(timeout: .seconds(20)) == 78)
+                #expect(process.output.contains("invalid configuration: configuration key 'HERALD_AMQP_PREFECH'"), "\(process.output)")
+            }
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+}

@@ -29,7 +29,7 @@ struct PhoneSignIn: Sendable {
         project: HeraldConfiguration.Project, body: WireBody, locale: String?, traceparent: TraceParent
     ) async throws -> String {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
-        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed), "phone sign-in disabled") }
+        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed)) }
         let phone = try Self.parsePhone(body.string("phoneNumber"))
         let now = clock.now
         let token = SessionToken.generate()
@@ -97,7 +97,7 @@ struct PhoneSignIn: Sendable {
         }
         guard let sessionInfo = body.string("sessionInfo") else { throw HeraldError(.missingSessionInfo) }
         guard let code = body.string("code") else { throw HeraldError(.missingCode) }
-        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed), "phone sign-in disabled") }
+        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed)) }
         if body.string("idToken") != nil {
             throw HeraldError(.notImplemented, "Linking a phone number to a signed-in user (idToken) is not supported yet.")
         }
@@ -143,7 +143,7 @@ struct PhoneSignIn: Sendable {
         }
     }
 
-    private func refuse(_ project: HeraldConfiguration.Project, _ error: HeraldError, _ why: String) -> HeraldError {
+    private func refuse(_ project: HeraldConfiguration.Project, _ error: HeraldError) -> HeraldError {
         Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", error.code.name)]).increment()
         return error
     }

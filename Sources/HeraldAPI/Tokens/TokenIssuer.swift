@@ -15,20 +15,6 @@ public struct TokenIssuer: Sendable {
     let jwks: String
     public let idTokenTTL: Duration
 
-    /// Loads the PEM key at `signingKeyFile`, or the one generated once into `stateDirectory`.
-    public init(signingKeyFile: String?, stateDirectory: String, idTokenTTL: Duration) async throws {
-        let pem: String
-        if let signingKeyFile {
-            guard let data = FileManager.default.contents(atPath: signingKeyFile) else {
-                throw ConfigError(key: "tokens.signingKeyFile", problem: "cannot read \(signingKeyFile)")
-            }
-            pem = String(decoding: data, as: UTF8.self)
-        } else {
-            pem = try Self.readOrGenerate(path: stateDirectory + "/id-token-key.pem")
-        }
-        try await self.init(privateKeyPEM: pem, idTokenTTL: idTokenTTL)
-    }
-
     /// Uses the RSA private key in `privateKeyPEM` (at least 2048 bits).
     public init(privateKeyPEM: String, idTokenTTL: Duration) async throws {
         let privateKey: JWTKit.Insecure.RSA.PrivateKey
@@ -52,26 +38,9 @@ public struct TokenIssuer: Sendable {
         self.idTokenTTL = idTokenTTL
     }
 
-    static func readOrGenerate(path: String) throws -> String {
-        if let data = FileManager.default.contents(atPath: path), data.isEmpty == false {
-            return String(decoding: data, as: UTF8.self)
-        }
-        let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true)
-        let generated = try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation + "\n"
-        // O_EXCL: if another process won the race, use its key.
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else {
-            for _ in 0..<100 {
-                if let data = FileManager.default.contents(atPath: path), data.isEmpty == false { return String(decoding: data, as: UTF8.self) }
-                usleep(20_000)
-            }
-            throw ConfigError(key: "tokens.signingKeyFile", problem: "cannot create \(path)")
-        }
-        _ = generated.withCString { write(fd, $0, strlen($0)) }
-        fsync(fd)
-        close(fd)
-        return generated
+    /// A new 2048-bit RSA private key in PEM, for installations that let Herald generate one.
+    public static func generatePrivateKeyPEM() throws -> String {
+        try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation + "\n"
     }
 
     /// The JSON Web Key Set with the public key (`GET /.well-known/jwks.json`).
