@@ -79,26 +79,14 @@ public struct AMQPChannel {
     public func get(_ queue: String, acknowledge: Bool = true) throws -> AMQPDelivery? {
         let arena = CArena()
         let reply = amqp_basic_get(connection, id, arena.bytes(queue), acknowledge ? 1 : 0)
-        if let error = reply.error {
-            _ = error
-            try check("basic.get \(queue)")
-        }
+        if reply.error != nil { try check("basic.get \(queue)") }
         guard reply.reply.id == AMQP_BASIC_GET_OK_METHOD, let decoded = reply.reply.decoded else { return nil }
         let getOK = decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
-        let tag = getOK.delivery_tag
-        let redelivered = getOK.redelivered != 0
-        let exchange = getOK.exchange.string
-        let routingKey = getOK.routing_key.string
-        var message = amqp_message_t()
-        let read = amqp_read_message(connection, id, &message, 0)
-        if let error = read.error {
-            driver.markBroken("basic.get body: \(error.detail)")
-            throw error
-        }
-        defer { amqp_destroy_message(&message) }
-        return AMQPDelivery(
-            message: message, deliveryTag: tag, generation: driver.generation, redelivered: redelivered,
-            exchange: exchange, routingKey: routingKey)
+        guard let delivery = driver.readDelivery(
+            on: id, tag: getOK.delivery_tag, redelivered: getOK.redelivered != 0, exchange: getOK.exchange.string,
+            routingKey: getOK.routing_key.string)
+        else { throw AMQPError(.connectionLost, "basic.get \(queue): the message body could not be read") }
+        return delivery
     }
 }
 

@@ -143,6 +143,21 @@ public final class AMQPConnection: Service, Sendable {
             return
         }
         enqueue(.stop)
+        await waitForExit()
+    }
+
+    /// Runs until graceful shutdown or cancellation, then closes.
+    public func run() async throws {
+        start()
+        await withTaskCancellationOrGracefulShutdownHandler {
+            await self.waitForExit()
+        } onCancelOrGracefulShutdown: {
+            self.enqueue(.stop)
+        }
+    }
+
+    /// Returns once the connection thread has ended.
+    private func waitForExit() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = shared.withLock { state -> Bool in
                 if state.finished { return true }
@@ -150,23 +165,6 @@ public final class AMQPConnection: Service, Sendable {
                 return false
             }
             if done { continuation.resume() }
-        }
-    }
-
-    /// Runs until graceful shutdown or cancellation, then closes.
-    public func run() async throws {
-        start()
-        await withTaskCancellationOrGracefulShutdownHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let done = shared.withLock { state -> Bool in
-                    if state.finished { return true }
-                    state.exitWaiters.append(continuation)
-                    return false
-                }
-                if done { continuation.resume() }
-            }
-        } onCancelOrGracefulShutdown: {
-            self.enqueue(.stop)
         }
     }
 

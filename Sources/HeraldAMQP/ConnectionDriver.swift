@@ -415,20 +415,10 @@ final class ConnectionDriver {
             amqp_destroy_message(&message)
         case AMQP_BASIC_DELIVER_METHOD:
             let deliver = method.decoded.assumingMemoryBound(to: amqp_basic_deliver_t.self).pointee
-            let tag = deliver.delivery_tag
-            let redelivered = deliver.redelivered != 0
-            let exchange = deliver.exchange.string
-            let routingKey = deliver.routing_key.string
-            var message = amqp_message_t()
-            let reply = amqp_read_message(state, channel, &message, 0)
-            if let error = reply.error {
-                markBroken("reading a delivery: \(error.detail)")
-                return
-            }
-            let delivery = AMQPDelivery(
-                message: message, deliveryTag: tag, generation: generation, redelivered: redelivered,
-                exchange: exchange, routingKey: routingKey)
-            amqp_destroy_message(&message)
+            guard let delivery = readDelivery(
+                on: channel, tag: deliver.delivery_tag, redelivered: deliver.redelivered != 0,
+                exchange: deliver.exchange.string, routingKey: deliver.routing_key.string)
+            else { return }
             owner.deliveryContinuation.yield(delivery)
         case AMQP_BASIC_CANCEL_METHOD:
             // The broker cancelled our consumer (queue deleted, or failover): reconnect and consume again.
@@ -459,6 +449,23 @@ final class ConnectionDriver {
         default:
             break
         }
+    }
+
+    /// Reads the content frames following a `basic.deliver` or `basic.get-ok` and copies them out;
+    /// nil (with the connection marked broken) when the read failed.
+    func readDelivery(
+        on channel: amqp_channel_t, tag: UInt64, redelivered: Bool, exchange: String, routingKey: String
+    ) -> AMQPDelivery? {
+        guard let state else { return nil }
+        var message = amqp_message_t()
+        if let error = amqp_read_message(state, channel, &message, 0).error {
+            markBroken("reading a message: \(error.detail)")
+            return nil
+        }
+        defer { amqp_destroy_message(&message) }
+        return AMQPDelivery(
+            message: message, deliveryTag: tag, generation: generation, redelivered: redelivered, exchange: exchange,
+            routingKey: routingKey)
     }
 
     func settleConfirms(upTo tag: UInt64, multiple: Bool, nacked: Bool) {

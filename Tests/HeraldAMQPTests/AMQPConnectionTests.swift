@@ -133,7 +133,7 @@ struct AMQPConnectionTests {
     func noBroker() async throws {
         let connection = AMQPConnection(
             options: .init(endpoint: AMQPEndpoint(url: "amqp://guest:guest@127.0.0.1:1/%2f")!, role: .publisher, name: "nobroker"),
-            logger: .init(label: "test"))
+            logger: quietLogger())
         connection.start()
         let started = ContinuousClock.now
         do {
