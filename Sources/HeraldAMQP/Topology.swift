@@ -6,8 +6,9 @@ import HeraldCore
 /// - exchange `<x>` (direct) routes jobs by type: `sms` → queue `<x>.sms`;
 /// - work queues are quorum by default, with `x-delivery-limit` against poison messages and
 ///   dead-lettering to exchange `<x>.dlx`, which routes to `<x>.<type>.dead`;
-/// - retry queues `<x>.<type>.retry.<delay>` have a fixed TTL and dead-letter back to `<x>` with the
-///   original routing key, so a delayed job simply reappears in its work queue.
+/// - retry queues `<x>.<type>.retry.<delay>` (failures) and throttle queues `<x>.<type>.throttle.<delay>`
+///   (rate limits) have a fixed TTL and dead-letter back to `<x>` with the original routing key, so a
+///   delayed job simply reappears in its work queue.
 ///
 /// Queue arguments cannot change once a queue exists: redeclaring with different ones fails with 406,
 /// which start-up reports with the queue's name.
@@ -17,15 +18,21 @@ public struct Topology: Sendable, Equatable {
     public var queueType: String
     public var deliveryLimit: Int
     public var retryDelays: [JobType: [Duration]]
+    /// Delay queues for throttled jobs (provider rate, per-destination spacing), kept apart from retries.
+    public var throttleDelays: [JobType: [Duration]]
 
     /// Job types this version delivers.
     public static let supportedTypes: [JobType] = [.sms]
 
-    public init(exchange: String, queueType: String, deliveryLimit: Int, retryDelays: [JobType: [Duration]]) {
+    public init(
+        exchange: String, queueType: String, deliveryLimit: Int, retryDelays: [JobType: [Duration]],
+        throttleDelays: [JobType: [Duration]] = [:]
+    ) {
         self.exchange = exchange
         self.queueType = queueType
         self.deliveryLimit = deliveryLimit
         self.retryDelays = retryDelays
+        self.throttleDelays = throttleDelays
     }
 
     public init(configuration: HeraldConfiguration) {
@@ -35,6 +42,10 @@ public struct Topology: Sendable, Equatable {
             retryDelays: [
                 .sms: configuration.workers.sms.retryDelays, .email: configuration.workers.email.retryDelays,
                 .push: configuration.workers.push.retryDelays,
+            ],
+            throttleDelays: [
+                .sms: configuration.workers.sms.throttleDelays, .email: configuration.workers.email.throttleDelays,
+                .push: configuration.workers.push.throttleDelays,
             ])
     }
 
@@ -45,9 +56,19 @@ public struct Topology: Sendable, Equatable {
         "\(exchange).\(type.rawValue).retry.\(DurationText.format(delay))"
     }
 
+    public func throttleQueue(_ type: JobType, delay: Duration) -> String {
+        "\(exchange).\(type.rawValue).throttle.\(DurationText.format(delay))"
+    }
+
+    /// Every delay queue of `type` with its TTL.
+    func delayQueues(_ type: JobType) -> [(name: String, delay: Duration)] {
+        (retryDelays[type] ?? []).map { (retryQueue(type, delay: $0), $0) }
+            + (throttleDelays[type] ?? []).map { (throttleQueue(type, delay: $0), $0) }
+    }
+
     /// Every queue of `type`, work queue first.
     public func queues(_ type: JobType) -> [String] {
-        [workQueue(type), deadQueue(type)] + (retryDelays[type] ?? []).map { retryQueue(type, delay: $0) }
+        [workQueue(type), deadQueue(type)] + delayQueues(type).map(\.name)
     }
 
     /// Declares everything for `types`, idempotently.
@@ -67,7 +88,7 @@ public struct Topology: Sendable, Equatable {
             try channel.declareQueue(deadQueue(type), arguments: ["x-queue-type": .string(queueType)])
             try channel.bindQueue(deadQueue(type), exchange: deadLetterExchange, routingKey: type.rawValue)
 
-            for delay in retryDelays[type] ?? [] {
+            for (name, delay) in delayQueues(type) {
                 var retry: [String: AMQPHeaderValue] = [
                     "x-queue-type": .string(queueType),
                     "x-message-ttl": .int(delay.milliseconds),
@@ -80,7 +101,7 @@ public struct Topology: Sendable, Equatable {
                     retry["x-dead-letter-strategy"] = .string("at-least-once")
                     retry["x-overflow"] = .string("reject-publish")
                 }
-                try channel.declareQueue(retryQueue(type, delay: delay), arguments: retry)
+                try channel.declareQueue(name, arguments: retry)
             }
         }
     }

@@ -5,6 +5,7 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
 import ServiceLifecycle
 
@@ -65,14 +66,14 @@ public struct APIDependencies: Sendable {
         return APIDependencies(
             configuration: configuration, store: store, publisher: AMQPJobPublisher(connection: connection, topology: topology),
             keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected }, metrics: metrics,
-            services: [connection, SessionSweeper(store: store, logger: logger)])
+            services: [connection, StoreMaintenance(store: store, logger: logger)])
     }
 }
 
 /// Builds herald-api: Identity Toolkit routes, token endpoints, JWKS, health and metrics.
-public func buildApplication(_ dependencies: APIDependencies, logger: Logger) -> Application<RouterResponder<BasicRequestContext>> {
+public func buildApplication(_ dependencies: APIDependencies, logger: Logger) -> Application<RouterResponder<HeraldRequestContext>> {
     let configuration = dependencies.configuration
-    let router = Router()
+    let router = Router(context: HeraldRequestContext.self)
     router.add(middleware: IdentityToolkitErrorMiddleware())
     router.add(
         middleware: CORSMiddleware(
@@ -82,9 +83,12 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
             allowMethods: [.get, .post, .options]))
     let phone = PhoneSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, tokens: dependencies.tokens,
-        clock: dependencies.clock, logger: logger)
+        limits: configuration.limits, clock: dependencies.clock, logger: logger)
     let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
-    IdentityToolkitRoutes(resolver: ProjectResolver(configuration: configuration), phone: phone, refresh: refresh).register(on: router)
+    IdentityToolkitRoutes(
+        resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
+        refresh: refresh
+    ).register(on: router)
 
     let jwks = dependencies.tokens.jwksDocument
     router.get("/.well-known/jwks.json") { _, _ -> Response in
@@ -110,20 +114,31 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         services: dependencies.services, logger: logger)
 }
 
-/// Deletes sessions a day after they expired (until then they answer SESSION_EXPIRED, not INVALID_SESSION_INFO).
-struct SessionSweeper: Service {
+/// Housekeeping on the shared store, once a minute: deletes sessions a day after they expired (until
+/// then they answer SESSION_EXPIRED, not INVALID_SESSION_INFO) and rate-limit keys whose time has
+/// passed, and publishes the last hour's verified÷sent ratio per country — a collapse of that ratio is
+/// the signature of SMS pumping.
+struct StoreMaintenance: Service {
     let store: any HeraldStoreProtocol
     let logger: Logger
 
     func run() async throws {
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
             do {
-                let removed = try await store.purgeSessions(expiredBefore: Date().addingTimeInterval(-86_400))
-                if removed > 0 { logger.debug("purged expired verification sessions", metadata: ["count": .stringConvertible(removed)]) }
+                let now = Date()
+                _ = try await store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400))
+                _ = try await store.purgeRates(before: now.microsecondsSince1970)
+                for entry in try await store.conversion(since: now.addingTimeInterval(-3600)) {
+                    let dimensions = [("country", entry.region)]
+                    Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)
+                    Gauge(label: "herald_sms_verified_last_hour", dimensions: dimensions).record(entry.verified)
+                    Gauge(label: "herald_sms_conversion_ratio", dimensions: dimensions)
+                        .record(entry.sent == 0 ? 0 : Double(entry.verified) / Double(entry.sent))
+                }
             } catch {
-                logger.warning("session purge failed", metadata: ["error": .string("\(error)")])
+                logger.warning("store maintenance failed", metadata: ["error": .string("\(error)")])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
         }
     }
 }

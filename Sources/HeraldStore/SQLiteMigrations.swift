@@ -47,7 +47,33 @@ enum SQLiteMigrations {
           updated_at_ms INTEGER NOT NULL
         );
         CREATE INDEX deliveries_status ON deliveries (status, updated_at_ms);
+        """,
+        // 2: rate limits (GCRA, microseconds), prefix velocity and blocks, region per session.
         """
+        CREATE TABLE rate_limits (
+          key TEXT PRIMARY KEY,
+          tat_us INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX rate_limits_tat ON rate_limits (tat_us);
+        CREATE TABLE prefix_velocity (
+          project_id TEXT NOT NULL,
+          prefix TEXT NOT NULL,
+          window_start_us INTEGER NOT NULL,
+          count INTEGER NOT NULL,
+          baseline REAL NOT NULL,
+          PRIMARY KEY (project_id, prefix)
+        ) WITHOUT ROWID;
+        CREATE TABLE prefix_blocks (
+          project_id TEXT NOT NULL,
+          prefix TEXT NOT NULL,
+          until_us INTEGER NOT NULL,
+          reason TEXT NOT NULL,
+          created_us INTEGER NOT NULL,
+          PRIMARY KEY (project_id, prefix)
+        ) WITHOUT ROWID;
+        ALTER TABLE verification_sessions ADD COLUMN region TEXT NOT NULL DEFAULT '';
+        CREATE INDEX verification_sessions_created ON verification_sessions (created_at_ms);
+        """,
     ]
 
     /// Applies missing steps in one transaction per step; safe when several processes start at once.

@@ -45,15 +45,15 @@ public final class SQLiteStore: HeraldStoreProtocol {
             try db.query(
                 """
                 INSERT INTO verification_sessions
-                  (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(session.id), .text(session.projectID), .text(session.phoneNumber), .blob(session.codeHash),
                     .integer(session.createdAt.millisecondsSince1970), .integer(session.expiresAt.millisecondsSince1970),
                     .integer(Int64(session.attempts)), .integer(Int64(session.maxAttempts)),
                     session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
-                    session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null,
+                    session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, .text(session.region),
                 ])
         }
     }
@@ -65,7 +65,7 @@ public final class SQLiteStore: HeraldStoreProtocol {
     }
 
     private static let sessionColumns =
-        "id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id"
+        "id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region"
 
     public func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation? {
         try await run { db in
@@ -100,7 +100,7 @@ public final class SQLiteStore: HeraldStoreProtocol {
     }
 
     static func session(_ row: [SQLiteValue]) throws -> VerificationSession {
-        guard row.count == 10, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
+        guard row.count == 11, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
             let hash = row[3].data, let created = row[4].int, let expires = row[5].int, let attempts = row[6].int,
             let maxAttempts = row[7].int
         else { throw StoreError(code: -1, message: "malformed verification_sessions row") }
@@ -108,6 +108,7 @@ public final class SQLiteStore: HeraldStoreProtocol {
             id: id, projectID: project, phoneNumber: phone, codeHash: hash, createdAt: .init(milliseconds: created),
             expiresAt: .init(milliseconds: expires), attempts: Int(attempts), maxAttempts: Int(maxAttempts),
             consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(uuidString:)))
+            .with(region: row[10].string ?? "")
     }
 
     // MARK: AccountStore
@@ -228,6 +229,14 @@ public final class SQLiteStore: HeraldStoreProtocol {
             else { return nil }
             return (status, row[1].string, Int(row[2].int ?? 0))
         }
+    }
+}
+
+extension VerificationSession {
+    func with(region: String) -> VerificationSession {
+        var copy = self
+        copy.region = region
+        return copy
     }
 }
 

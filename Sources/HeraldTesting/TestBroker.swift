@@ -23,7 +23,9 @@ public enum TestBroker {
         exchange: String = uniqueExchange(), queueType: String = "quorum", deliveryLimit: Int = 10,
         retryDelays: [Duration] = [.milliseconds(300), .seconds(1), .seconds(5)]
     ) -> Topology {
-        Topology(exchange: exchange, queueType: queueType, deliveryLimit: deliveryLimit, retryDelays: [.sms: retryDelays])
+        Topology(
+            exchange: exchange, queueType: queueType, deliveryLimit: deliveryLimit, retryDelays: [.sms: retryDelays],
+            throttleDelays: [.sms: [.milliseconds(250)]])
     }
 
     /// A started connection of `role`, waiting until it is connected.

@@ -27,6 +27,12 @@ public struct TestConfiguration: Sendable {
     public var deliveryLimit = 10
     public var logFormat = "json"
     public var logLevel = "info"
+    /// The `limits` section (YAML flow mapping); generous by default so tests measure what they mean to.
+    public var limits = "{perNumber: [\"100/1m\"], perIP: [\"1000/1m\"], perProject: [\"10000/1m\"], pumping: {enabled: false}}"
+    public var perNumberSpacing = "0s"
+    public var providerRate = "1000/1s"
+    public var trustedProxies: [String] = []
+    public var regions = "{allow: [], deny: []}"
 
     public init() {}
 
@@ -39,7 +45,7 @@ public struct TestConfiguration: Sendable {
     public var yaml: String {
         let numbers = testNumbers.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
         return """
-            http: {host: 127.0.0.1, port: \(apiPort)}
+            http: {host: 127.0.0.1, port: \(apiPort), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
             state: {dir: "\(stateDir)"}
             amqp: {url: "\(amqpURL)", exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s}
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}
@@ -49,13 +55,15 @@ public struct TestConfiguration: Sendable {
               - id: \(Self.projectID)
                 displayName: Herald Test
                 apiKeys: [\(Self.apiKey)]
-                phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}}
+                phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions)}
               - id: disabled-project
                 apiKeys: [\(Self.disabledAPIKey)]
                 phone: {enabled: false}
+            limits: \(limits)
             sms:
               provider: \(provider)
-              http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), headers: {Authorization: "Bearer gateway-token"}}
+              perNumberSpacing: \(perNumberSpacing)
+              http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}}
             workers:
               sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
             """

@@ -11,6 +11,9 @@ public protocol JobHandler: Sendable {
     func destination(of job: Job) -> String
     /// Renders and sends the job once.
     func deliver(_ job: Job, now: Date) async -> DeliveryOutcome
+    /// Limits a send must pass first (provider throughput, spacing per destination); shared by every
+    /// worker process through the store.
+    func throttleChecks(for job: Job) -> [LimitCheck]
 }
 
 /// SMS jobs: open the sealed code, render the text template, hand it to the channel.
@@ -19,11 +22,32 @@ public struct SMSJobHandler: JobHandler {
     let channel: any DeliveryChannel
     let sealer: Sealer
     let templates: [String: Template]
+    let providerRate: RatePolicy?
+    let perNumberSpacing: Duration
 
-    public init(channel: any DeliveryChannel, keys: HeraldKeys, templates: [String: Template]) {
+    /// `providerRate` caps sends through `channel` across all workers (nil: unlimited);
+    /// `perNumberSpacing` keeps SMS to one number apart (zero: off).
+    public init(
+        channel: any DeliveryChannel, keys: HeraldKeys, templates: [String: Template], providerRate: RatePolicy? = nil,
+        perNumberSpacing: Duration = .zero
+    ) {
         self.channel = channel
         self.sealer = Sealer(key: keys.sealing)
         self.templates = templates
+        self.providerRate = providerRate
+        self.perNumberSpacing = perNumberSpacing
+    }
+
+    public func throttleChecks(for job: Job) -> [LimitCheck] {
+        var checks: [LimitCheck] = []
+        if perNumberSpacing > .zero {
+            checks.append(
+                LimitCheck(kind: .spacing, scope: job.project, subject: destination(of: job), policy: RatePolicy(limit: 1, period: perNumberSpacing, burst: 1)))
+        }
+        if let providerRate {
+            checks.append(LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: providerRate))
+        }
+        return checks
     }
 
     public func destination(of job: Job) -> String {

@@ -6,8 +6,8 @@ import Metrics
 import ServiceLifecycle
 import Synchronization
 
-/// The generic worker runtime: consume → decode → drop if expired → claim in the ledger → deliver →
-/// ack, retry through a delay queue, or dead-letter.
+/// The generic worker runtime: consume → decode → drop if expired → skip if already handled →
+/// throttle → claim in the ledger → deliver → ack, retry through a delay queue, or dead-letter.
 ///
 /// A job's life: the API publishes it and records it `pending`. A worker claims it (`sending`) right
 /// before calling the provider and records the outcome before acknowledging, so a redelivered job
@@ -17,6 +17,9 @@ import Synchronization
 /// delay queue for its attempt and acks the original; it never waits by holding or requeueing the
 /// delivery (that would spin and burn the poison-message limit). Permanent failures go to
 /// `<queue>.dead` with the reason in headers. Jobs past `expiresAt` are dropped: a late code is useless.
+/// A job refused by a throttle (provider rate, spacing per number) is republished to the throttle
+/// queue that waits long enough and acked, before it is claimed, so it stays claimable; it is dropped
+/// only if it would expire while waiting.
 public final class WorkerService: Service {
     /// Tuning knobs (`workers.<type>` in configuration).
     public struct Settings: Sendable {
@@ -24,27 +27,33 @@ public final class WorkerService: Service {
         public var retryPolicy: RetryPolicy
         public var retryUncertain: Bool
         public var shutdownGrace: Duration
+        /// Throttle queues, shortest first.
+        public var throttleDelays: [Duration]
         /// Identifies this process in the ledger (`host:pid:random`).
         public var instanceID: String
 
-        public init(concurrency: Int, retryPolicy: RetryPolicy, retryUncertain: Bool, shutdownGrace: Duration, instanceID: String) {
+        public init(
+            concurrency: Int, retryPolicy: RetryPolicy, retryUncertain: Bool, shutdownGrace: Duration, throttleDelays: [Duration],
+            instanceID: String
+        ) {
             self.concurrency = concurrency
             self.retryPolicy = retryPolicy
             self.retryUncertain = retryUncertain
             self.shutdownGrace = shutdownGrace
+            self.throttleDelays = throttleDelays
             self.instanceID = instanceID
         }
 
         public init(_ worker: HeraldConfiguration.Worker) {
             self.init(
                 concurrency: worker.concurrency, retryPolicy: RetryPolicy(delays: worker.retryDelays), retryUncertain: worker.retryUncertain,
-                shutdownGrace: worker.shutdownGrace,
+                shutdownGrace: worker.shutdownGrace, throttleDelays: worker.throttleDelays,
                 instanceID: "\(ProcessInfo.processInfo.hostName):\(getpid()):\(SecureRandom.alphanumeric(6))")
         }
     }
 
     let handler: any JobHandler
-    let ledger: any DeliveryLedger
+    let ledger: any DeliveryLedger & RateLimitStore
     let consumer: AMQPConnection
     let publisher: AMQPConnection
     let topology: Topology
@@ -54,7 +63,7 @@ public final class WorkerService: Service {
     let stopping = Mutex(false)
 
     public init(
-        handler: any JobHandler, ledger: any DeliveryLedger, consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology,
+        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology,
         settings: Settings, clock: any WallClock = SystemClock(), logger: Logger
     ) {
         self.handler = handler
@@ -192,6 +201,14 @@ public final class WorkerService: Service {
             return
         }
 
+        if let status = try? await ledger.deliveryStatus(jobID: job.id)?.status, status.isFinal {
+            consumer.ack(delivery)
+            count("duplicate")
+            log.info("job already handled; skipped", metadata: ["status": .string(status.rawValue)])
+            return
+        }
+        if await throttled(delivery, job: job, logger: log, count: count) { return }
+
         let claim: DeliveryClaim
         do {
             claim = try await claimDelivery(job, destination: destination)
@@ -225,6 +242,49 @@ public final class WorkerService: Service {
         let outcome = await handler.deliver(job, now: clock.now)
         Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)]).record(duration: ContinuousClock.now - started)
         await settle(delivery, job: job, attempt: attempt, outcome: outcome, logger: log, count: count)
+    }
+
+    /// True when a throttle refused the job and it was parked in a throttle queue (or dropped because
+    /// it would expire first). The job has not been claimed, so it stays claimable when it returns.
+    private func throttled(_ delivery: AMQPDelivery, job: Job, logger log: Logger, count: (String) -> Void) async -> Bool {
+        let checks = handler.throttleChecks(for: job)
+        guard checks.isEmpty == false else { return false }
+        let refusal: RateLimiter.Refusal?
+        do {
+            refusal = try await RateLimiter(store: ledger).admit(checks, now: clock.now)
+        } catch {
+            log.error("throttle unavailable (store error); sending unthrottled", metadata: ["error": .string("\(error)")])
+            return false
+        }
+        guard let refusal else { return false }
+        Counter(label: "herald_worker_throttled_total", dimensions: [("type", handler.type.rawValue), ("limit", refusal.check.kind.rawValue)]).increment()
+        let delay = RetryPolicy.queueDelay(for: refusal.retryAfter, in: settings.throttleDelays)
+        guard clock.now.adding(max(delay, refusal.retryAfter)) < job.expiresAt else {
+            try? await ledger.recordDelivery(jobID: job.id, status: .expired, reason: "throttled (\(refusal.check.kind.configurationKey)) until past expiresAt", now: clock.now)
+            consumer.ack(delivery)
+            count("expired")
+            log.notice("throttled job would expire before its turn; dropped", metadata: ["limit": .string(refusal.check.kind.configurationKey)])
+            return true
+        }
+        var headers = Self.carriedHeaders(delivery.headers)
+        var throttledCount: Int64 = 1
+        if case .int(let previous) = delivery.headers["x-herald-throttled"] { throttledCount = previous + 1 }
+        headers["x-herald-throttled"] = .int(throttledCount)
+        if case .int(let attempt) = delivery.headers["x-herald-attempt"] { headers["x-herald-attempt"] = .int(attempt) }
+        let parked = AMQPOutgoingMessage(
+            exchange: "", routingKey: topology.throttleQueue(handler.type, delay: delay), body: delivery.body, messageID: delivery.messageID,
+            type: delivery.type, contentType: delivery.contentType, headers: headers)
+        do {
+            try await publisher.publish(parked)
+            consumer.ack(delivery)
+            count("throttled")
+            log.debug(
+                "throttled; parked", metadata: ["limit": .string(refusal.check.kind.configurationKey), "delay": .string(DurationText.format(delay))])
+        } catch {
+            consumer.nack(delivery, requeue: true)
+            log.error("cannot park a throttled job; requeued", metadata: ["error": .string("\(error)")])
+        }
+        return true
     }
 
     private func claimDelivery(_ job: Job, destination: String) async throws -> DeliveryClaim {

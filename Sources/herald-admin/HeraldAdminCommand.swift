@@ -11,11 +11,16 @@ import Logging
 struct HeraldAdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-admin", abstract: "Operate a Herald installation.",
-        subcommands: [Topology.self, DeadLetters.self])
+        subcommands: [Topology.self, DeadLetters.self, Limits.self])
 
     struct Topology: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Broker topology: exchanges, work, retry and dead-letter queues.", subcommands: [Declare.self, Status.self])
+    }
+
+    struct Limits: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Rate limits and prefix blocks, for support staff.", subcommands: [Show.self, Reset.self, Blocks.self])
     }
 
     struct DeadLetters: AsyncParsableCommand {
@@ -141,6 +146,88 @@ extension HeraldAdminCommand.DeadLetters {
             }
             print("replayed \(replayed) \(type) job(s); jobs already past expiresAt will be dropped by the worker")
             await connection.shutdown()
+        }
+    }
+}
+
+/// The store named by the configuration, for commands that need no broker.
+func adminStore(_ options: CommonOptions) throws -> (HeraldConfiguration, SQLiteStore) {
+    let (configuration, _) = try ConfigurationLoader.loadOrExit(path: options.config)
+    return (configuration, try SQLiteStore(url: configuration.store.url))
+}
+
+extension HeraldAdminCommand.Limits {
+    /// `herald-admin limits show number +15555550100`
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show every limit kept for a subject: number, ip, project, country, prefix, checks, provider or spacing.")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "Kind: number, ip, project, country, prefix, checks, provider, spacing.") var kind: String
+        @Argument(help: "Subject: +15555550100, 203.0.113.7, 2001:db8:0:1::/64, US, +4479, http …") var subject: String
+        @Option(help: "Only this project.") var project: String?
+
+        func run() async throws {
+            guard LimitKind(rawValue: kind) != nil else { throw ValidationError("unknown kind '\(kind)'") }
+            let (_, store) = try adminStore(options)
+            let states = try await store.rateStates(kind: kind, subject: subject, project: project)
+            let now = Date().microsecondsSince1970
+            for (key, tat) in states {
+                guard let parts = LimitCheck.parse(key), let policy = RatePolicy.parse(parts.policy) else { continue }
+                let parameters = GCRA.Parameters(policy)
+                let remaining = GCRA.remaining(tat: tat, now: now, parameters: parameters)
+                let wait = remaining > 0 ? 0 : max(0, tat + parameters.interval - parameters.tolerance - now)
+                print("\(parts.project)\t\(parts.policy)\tremaining=\(remaining)\tnext in \(String(format: "%.1f", Double(wait) / 1e6)) s\tfull again in \(String(format: "%.0f", Double(max(0, tat - now)) / 1e6)) s")
+            }
+            if states.isEmpty { print("no limit state for \(kind) \(subject): it has the full allowance") }
+        }
+    }
+
+    struct Reset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget the limits kept for a subject (it gets its full allowance back).")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "Kind: number, ip, project, country, prefix, checks, provider, spacing.") var kind: String
+        @Argument(help: "Subject.") var subject: String
+        @Option(help: "Only this project.") var project: String?
+
+        func run() async throws {
+            guard LimitKind(rawValue: kind) != nil else { throw ValidationError("unknown kind '\(kind)'") }
+            let (_, store) = try adminStore(options)
+            let removed = try await store.resetRates(kind: kind, subject: subject, project: project)
+            print("reset \(removed) limit key(s) for \(kind) \(subject)")
+        }
+    }
+
+    struct Blocks: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Number prefixes blocked by pumping detection.", subcommands: [List.self, Lift.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List active prefix blocks.")
+            @OptionGroup var options: CommonOptions
+
+            func run() async throws {
+                let (_, store) = try adminStore(options)
+                let blocks = try await store.prefixBlocks(now: Date())
+                for block in blocks {
+                    print("\(block.projectID)\t\(block.prefix)\tuntil \(Timestamp.format(block.until))\t\(block.reason)")
+                }
+                print("\(blocks.count) active prefix block(s)")
+            }
+        }
+
+        struct Lift: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Lift a prefix block (and restart its velocity count).")
+            @OptionGroup var options: CommonOptions
+            @Argument(help: "The blocked prefix, e.g. +4479.") var prefix: String
+            @Option(help: "Project of the block.") var project: String
+
+            func run() async throws {
+                let (_, store) = try adminStore(options)
+                guard try await store.liftPrefixBlock(projectID: project, prefix: prefix) else {
+                    throw ValidationError("no block for \(prefix) in project \(project)")
+                }
+                print("lifted the block on \(prefix) in \(project)")
+            }
         }
     }
 }

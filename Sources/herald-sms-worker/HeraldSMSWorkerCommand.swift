@@ -32,7 +32,11 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
             ? ConsoleChannel() : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
         let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: .sms, logger: logger)
         let worker = WorkerService(
-            handler: SMSJobHandler(channel: channel, keys: keys, templates: configuration.sms.templates), ledger: store,
+            handler: SMSJobHandler(
+                channel: channel, keys: keys, templates: configuration.sms.templates,
+                providerRate: configuration.sms.provider == "http" ? configuration.sms.http.rate : nil,
+                perNumberSpacing: configuration.sms.perNumberSpacing),
+            ledger: store,
             consumer: consumer, publisher: publisher, topology: topology, settings: .init(configuration.workers.sms), logger: logger)
         let health = HealthServer(
             host: configuration.http.host, port: configuration.workers.sms.metricsPort, logger: logger, isReady: { worker.isReady },

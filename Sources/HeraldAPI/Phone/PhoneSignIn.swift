@@ -10,8 +10,11 @@ struct PhoneSignIn: Sendable {
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let tokens: TokenIssuer
+    let limits: HeraldConfiguration.Limits
     let clock: any WallClock
     let logger: Logger
+
+    var limiter: RateLimiter { RateLimiter(store: store) }
 
     /// What a successful sign-in returns.
     struct SignedIn: Encodable {
@@ -26,10 +29,10 @@ struct PhoneSignIn: Sendable {
     /// Validates the number, creates a session and, unless it is a test number, publishes the SMS job;
     /// returns the sessionInfo only once the broker confirmed the job.
     func sendVerificationCode(
-        project: HeraldConfiguration.Project, body: WireBody, locale: String?, traceparent: TraceParent
+        project: HeraldConfiguration.Project, body: WireBody, locale: String?, traceparent: TraceParent, clientKey: String?
     ) async throws -> String {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
-        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed)) }
+        guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
         let phone = try Self.parsePhone(body.string("phoneNumber"))
         let now = clock.now
         let token = SessionToken.generate()
@@ -42,11 +45,12 @@ struct PhoneSignIn: Sendable {
                     id: sessionID, projectID: project.id, phoneNumber: phone.e164,
                     codeHash: OneTimeCode.hash(fixed, session: sessionID, key: keys.codeHashing), createdAt: now,
                     expiresAt: now.adding(project.phone.codeTTL), maxAttempts: project.phone.maxCheckAttempts))
-            Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", "test_number")]).increment()
+            count(project, "test_number", phone)
             logger.info("verification session for a test number", metadata: ["project": .string(project.id), "phone": .string(phone.masked)])
             return token
         }
 
+        let admitted = try await admit(project: project, phone: phone, clientKey: clientKey, now: now)
         let code = OneTimeCode.generate(length: project.phone.codeLength)
         let expiresAt = now.adding(project.phone.codeTTL)
         let jobID = UUID()
@@ -57,7 +61,7 @@ struct PhoneSignIn: Sendable {
                     to: phone.e164, template: .verification,
                     params: ["codeSealed": Sealer(key: keys.sealing).seal(code, jobID: jobID), "app": project.displayName])))
         let session = VerificationSession(
-            id: sessionID, projectID: project.id, phoneNumber: phone.e164,
+            id: sessionID, projectID: project.id, phoneNumber: phone.e164, region: phone.region,
             codeHash: OneTimeCode.hash(code, session: sessionID, key: keys.codeHashing), createdAt: now, expiresAt: expiresAt,
             maxAttempts: project.phone.maxCheckAttempts, jobID: job.id)
 
@@ -70,7 +74,9 @@ struct PhoneSignIn: Sendable {
             // No confirm: the client is told, and no session claims an SMS was sent.
             try? await store.deleteSession(id: sessionID)
             try? await store.recordDelivery(jobID: job.id, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
-            Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", "unavailable")]).increment()
+            // Nothing was sent: the attempt does not count against the client's limits.
+            try? await limiter.refund(admitted, now: clock.now)
+            count(project, "unavailable", phone)
             logger.error(
                 "verification job not confirmed by the broker",
                 metadata: ["project": .string(project.id), "job.id": .string(job.id.uuidString.lowercased()), "error": .string("\(error)")])
@@ -78,7 +84,7 @@ struct PhoneSignIn: Sendable {
                 .unavailable, "The verification code could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
         }
         Timer(label: "herald_api_publish_confirm_seconds").record(duration: ContinuousClock.now - started)
-        Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", "queued")]).increment()
+        count(project, "queued", phone)
         logger.info(
             "verification code queued",
             metadata: [
@@ -97,7 +103,7 @@ struct PhoneSignIn: Sendable {
         }
         guard let sessionInfo = body.string("sessionInfo") else { throw HeraldError(.missingSessionInfo) }
         guard let code = body.string("code") else { throw HeraldError(.missingCode) }
-        guard project.phone.enabled else { throw refuse(project, HeraldError(.operationNotAllowed)) }
+        guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
         if body.string("idToken") != nil {
             throw HeraldError(.notImplemented, "Linking a phone number to a signed-in user (idToken) is not supported yet.")
         }
@@ -108,6 +114,16 @@ struct PhoneSignIn: Sendable {
             reservation,
             codeMatches: { OneTimeCode.matches(code, session: sessionID, storedHash: $0.codeHash, key: keys.codeHashing) },
             now: clock.now)
+        if let reserved = reservation?.session, project.phone.testNumbers[reserved.phoneNumber] == nil,
+            let refusal = try await limiter.admit(
+                LimitCheck.forCheck(project: project.id, phoneNumber: reserved.phoneNumber, limits: limits), now: clock.now)
+        {
+            logger.notice(
+                "code check refused by a limit",
+                metadata: ["project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey), "policy": .string(refusal.check.policy.description)])
+            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+            throw Self.error(for: refusal)
+        }
         let session: VerificationSession
         switch decision {
         case .failure(let error):
@@ -124,11 +140,65 @@ struct PhoneSignIn: Sendable {
         let refresh = tokens.refreshToken(for: user, provider: "phone", now: now)
         try await store.insertRefreshToken(refresh.record)
         Counter(label: "herald_api_sign_ins_total", dimensions: [("project", project.id), ("outcome", "ok")]).increment()
+        if session.jobID != nil {
+            Counter(label: "herald_api_verifications_total", dimensions: [("project", project.id), ("country", session.region)]).increment()
+        }
         logger.info(
             "phone sign-in", metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created)])
         return SignedIn(
             idToken: idToken, refreshToken: refresh.token, expiresIn: String(Int(tokens.idTokenTTL.seconds)), localId: user.localID,
             isNewUser: created, phoneNumber: session.phoneNumber)
+    }
+
+    /// Region policy, prefix blocks, rate limits and pumping detection for one real send; returns the
+    /// limit checks spent (to give back if publishing fails). Refusals name the limit in a log line and
+    /// a metric, never the code (none exists yet).
+    private func admit(project: HeraldConfiguration.Project, phone: PhoneNumber, clientKey: String?, now: Date) async throws -> [LimitCheck] {
+        guard RegionPolicy.allows(phone.region, project.phone.regions) else {
+            refused(project, phone, limit: "projects[].phone.regions", policy: phone.region)
+            throw HeraldError(.operationNotAllowed, RegionPolicy.refusalDetail)
+        }
+        let prefix = phone.prefix(digits: limits.prefixDigits)
+        if let block = try await store.prefixBlock(projectID: project.id, prefix: prefix, now: now) {
+            refused(project, phone, limit: "limits.pumping", policy: prefix)
+            throw HeraldError(.quotaExceeded, "Exceeded quota for sending verification codes.", retryAfter: .seconds(max(1, Int64(block.until.timeIntervalSince(now)))))
+        }
+        let checks = LimitCheck.forSend(project: project.id, phone: phone, clientKey: clientKey, limits: limits)
+        if let refusal = try await limiter.admit(checks, now: now) {
+            refused(project, phone, limit: refusal.check.kind.configurationKey, policy: refusal.check.policy.description)
+            throw Self.error(for: refusal)
+        }
+        if limits.pumping.enabled, try await store.observePrefix(projectID: project.id, prefix: prefix, settings: limits.pumping, now: now) {
+            try await limiter.refund(checks, now: now)
+            logger.critical(
+                "number prefix blocked: send velocity far above its baseline (possible SMS pumping)",
+                metadata: ["project": .string(project.id), "prefix": .string(prefix), "for": .string(DurationText.format(limits.pumping.blockFor))])
+            Counter(label: "herald_api_prefix_blocks_total", dimensions: [("project", project.id), ("country", phone.region)]).increment()
+            refused(project, phone, limit: "limits.pumping", policy: prefix)
+            throw HeraldError(.quotaExceeded, "Exceeded quota for sending verification codes.", retryAfter: limits.pumping.blockFor)
+        }
+        return checks
+    }
+
+    static func error(for refusal: RateLimiter.Refusal) -> HeraldError {
+        let code = refusal.check.kind.refusal
+        let detail = code == .quotaExceeded ? "Exceeded quota for sending verification codes." : nil
+        return HeraldError(code, detail, retryAfter: refusal.retryAfter)
+    }
+
+    private func refused(_ project: HeraldConfiguration.Project, _ phone: PhoneNumber, limit: String, policy: String) {
+        logger.notice(
+            "send refused by a limit",
+            metadata: ["project": .string(project.id), "limit": .string(limit), "policy": .string(policy), "phone": .string(phone.masked)])
+        Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", limit)]).increment()
+        count(project, "refused", phone)
+    }
+
+    private func count(_ project: HeraldConfiguration.Project, _ outcome: String, _ phone: PhoneNumber) {
+        Counter(
+            label: "herald_api_verification_sends_total",
+            dimensions: [("project", project.id), ("outcome", outcome), ("country", phone.region)]
+        ).increment()
     }
 
     static func parsePhone(_ text: String?) throws(HeraldError) -> PhoneNumber {
@@ -141,10 +211,5 @@ struct PhoneSignIn: Sendable {
             case .tooLong: throw HeraldError(.invalidPhoneNumber, "TOO_LONG")
             }
         }
-    }
-
-    private func refuse(_ project: HeraldConfiguration.Project, _ error: HeraldError) -> HeraldError {
-        Counter(label: "herald_api_verification_sends_total", dimensions: [("project", project.id), ("outcome", error.code.name)]).increment()
-        return error
     }
 }

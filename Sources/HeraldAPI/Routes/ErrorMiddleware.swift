@@ -5,7 +5,7 @@ import Logging
 /// Every failure leaves in Identity Toolkit's envelope: router 404s, oversized bodies and unexpected
 /// errors included. Unexpected errors are logged with the request id and answered without detail.
 struct IdentityToolkitErrorMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = HeraldRequestContext
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {

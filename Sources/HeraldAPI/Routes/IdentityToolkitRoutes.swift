@@ -8,6 +8,7 @@ import Logging
 /// `/v1/…` and the legacy `/www.googleapis.com/identitytoolkit/v3/relyingparty/…` the iOS SDK calls.
 struct IdentityToolkitRoutes: Sendable {
     let resolver: ProjectResolver
+    let trustedProxies: [IPNetwork]
     let phone: PhoneSignIn
     let refresh: TokenRefresh
 
@@ -31,7 +32,7 @@ struct IdentityToolkitRoutes: Sendable {
         "accounts:lookup", "accounts:update", "accounts:delete", "accounts:verifyIosClient",
     ]
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<HeraldRequestContext>) {
         router.post("/identitytoolkit.googleapis.com/v1/:operation") { request, context in
             try await handle(operation: context.parameters.get("operation") ?? "", request, context)
         }
@@ -50,14 +51,18 @@ struct IdentityToolkitRoutes: Sendable {
         }
     }
 
-    func handle(operation: String, _ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func handle(operation: String, _ request: Request, _ context: HeraldRequestContext) async throws -> Response {
         let project = try resolver.project(for: request)
         switch operation {
         case "accounts:sendVerificationCode":
             let body = try await Self.body(of: request, context)
             let traceparent = request.headers[HTTPField.Name("traceparent")!].flatMap(TraceParent.init(header:))?.child() ?? .random()
             let locale = request.headers[HTTPField.Name("x-firebase-locale")!] ?? body.string("languageCode")
-            let sessionInfo = try await phone.sendVerificationCode(project: project, body: body, locale: locale, traceparent: traceparent)
+            let client = ClientAddress.resolve(
+                peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("x-forwarded-for")!],
+                trustedProxies: trustedProxies)
+            let sessionInfo = try await phone.sendVerificationCode(
+                project: project, body: body, locale: locale, traceparent: traceparent, clientKey: client?.limitKey)
             return JSONWire.response(["sessionInfo": sessionInfo] as [String: String])
         case "accounts:signInWithPhoneNumber":
             let body = try await Self.body(of: request, context)
@@ -69,7 +74,7 @@ struct IdentityToolkitRoutes: Sendable {
         }
     }
 
-    static func body(of request: Request, _ context: BasicRequestContext) async throws -> WireBody {
+    static func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
         let buffer = try await request.body.collect(upTo: 64 * 1024)
         return try WireBody.parse(buffer, contentType: request.headers[.contentType])
     }

@@ -19,7 +19,12 @@ extension HeraldConfiguration {
         self.http = HTTP(
             host: try http.string("host", default: "127.0.0.1"),
             port: try http.int("port", default: 9099, in: 0...65535),
-            trustedProxies: try http.stringList("trustedProxies", default: []))
+            trustedProxies: try http.stringList("trustedProxies", default: []).enumerated().map { index, text in
+                guard let network = IPNetwork(text) else {
+                    throw ConfigError(key: http.keyPath("trustedProxies") + "[\(index)]", problem: "not an IP address or CIDR block (got '\(text)')")
+                }
+                return network
+            })
         try http.finish()
 
         let state = try root.section("state")
@@ -104,7 +109,9 @@ extension HeraldConfiguration {
             perProject: try limits.rateList("perProject", default: [RatePolicy(limit: 1000, period: .seconds(60))]),
             perCountry: try limits.rateList("perCountry", default: []),
             perPrefix: try limits.rateList("perPrefix", default: []),
-            checksPerNumber: try limits.rateList("checksPerNumber", default: [RatePolicy(limit: 20, period: .seconds(3600))]))
+            prefixDigits: try limits.int("prefixDigits", default: 6, in: 2...14),
+            checksPerNumber: try limits.rateList("checksPerNumber", default: [RatePolicy(limit: 20, period: .seconds(3600))]),
+            pumping: try Self.pumping(try limits.section("pumping")))
         try limits.finish()
 
         let sms = try root.section("sms")
@@ -143,7 +150,9 @@ extension HeraldConfiguration {
                 throw ConfigError(key: sms.keyPath("templates") + ".\(name)", problem: error.problem)
             }
         }
-        self.sms = SMS(provider: provider, http: httpGateway, templates: texts)
+        self.sms = SMS(
+            provider: provider, http: httpGateway, templates: texts,
+            perNumberSpacing: try sms.duration("perNumberSpacing", default: .seconds(5), in: .zero ... .seconds(3600)))
         try sms.finish()
 
         let email = try root.section("email")
@@ -178,11 +187,17 @@ extension HeraldConfiguration {
             let value = Worker(
                 concurrency: try section.int("concurrency", default: concurrency, in: 1...10_000),
                 retryDelays: try section.durationList("retryDelays", default: delays, in: .milliseconds(100) ... .seconds(86_400)),
+                throttleDelays: try section.durationList(
+                    "throttleDelays", default: [.milliseconds(250), .seconds(1), .seconds(5), .seconds(30)],
+                    in: .milliseconds(50) ... .seconds(86_400)).sorted(),
                 metricsPort: try section.int("metricsPort", default: port, in: 0...65535),
                 shutdownGrace: try section.duration("shutdownGrace", default: .seconds(25), in: .seconds(1) ... .seconds(600)),
                 retryUncertain: try section.bool("retryUncertain", default: false))
             guard (1...10).contains(value.retryDelays.count) else {
                 throw section.fail("retryDelays", "must list between 1 and 10 delays")
+            }
+            guard (1...10).contains(value.throttleDelays.count) else {
+                throw section.fail("throttleDelays", "must list between 1 and 10 delays")
             }
             try section.finish()
             return value
@@ -197,6 +212,19 @@ extension HeraldConfiguration {
             throw sms.fail("provider", "console prints codes to the terminal and needs devMode: true")
         }
         try root.finish()
+    }
+}
+
+extension HeraldConfiguration {
+    static func pumping(_ section: ConfigReader) throws -> PrefixVelocity.Settings {
+        let settings = PrefixVelocity.Settings(
+            enabled: try section.bool("enabled", default: true),
+            window: try section.duration("window", default: .seconds(600), in: .seconds(10) ... .seconds(86_400)),
+            multiple: try section.double("multiple", default: 10, in: 1...10_000),
+            minimumSends: try section.int("minimumSends", default: 50, in: 1...1_000_000),
+            blockFor: try section.duration("blockFor", default: .seconds(12 * 3600), in: .seconds(1) ... .seconds(30 * 86_400)))
+        try section.finish()
+        return settings
     }
 }
 

@@ -29,8 +29,8 @@ public struct HeraldConfiguration: Sendable {
         public var host: String
         /// Port (default 9099, the Auth Emulator's, so SDK `useEmulator(host, 9099)` works).
         public var port: Int
-        /// Proxies whose `X-Forwarded-For` is believed (used by rate limiting).
-        public var trustedProxies: [String]
+        /// Proxies (addresses or CIDR blocks) whose `X-Forwarded-For` is believed for per-IP limits.
+        public var trustedProxies: [IPNetwork]
     }
 
     /// `state`: the one directory Herald writes to (generated keys, SQLite file, local broker data).
@@ -160,14 +160,18 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    /// `limits` (not yet used): GCRA policies per key kind.
+    /// `limits`: GCRA policies per key kind, shared by every API process through the store.
     public struct Limits: Sendable {
         public var perNumber: [RatePolicy]
         public var perIP: [RatePolicy]
         public var perProject: [RatePolicy]
         public var perCountry: [RatePolicy]
         public var perPrefix: [RatePolicy]
+        /// Digits after `+` (calling code included) that make a prefix, for `perPrefix` and pumping.
+        public var prefixDigits: Int
         public var checksPerNumber: [RatePolicy]
+        /// `limits.pumping`: per-prefix velocity blocks.
+        public var pumping: PrefixVelocity.Settings
     }
 
     /// `sms`: provider settings and message texts.
@@ -177,6 +181,8 @@ public struct HeraldConfiguration: Sendable {
         public var http: HTTPGateway
         /// Message texts by template name (`verification`, `mfa`).
         public var templates: [String: Template]
+        /// Minimum time between two SMS to one number (workers delay the later one); zero disables.
+        public var perNumberSpacing: Duration
 
         /// `sms.http`: the generic HTTP gateway.
         public struct HTTPGateway: Sendable {
@@ -187,7 +193,7 @@ public struct HeraldConfiguration: Sendable {
             /// Content-Type of the body; decides how placeholder values are escaped.
             public var contentType: String
             public var timeout: Duration
-            /// Provider throughput (not yet used; enforced by issue 3's throttle).
+            /// Provider throughput, shared by every sms worker through the store.
             public var rate: RatePolicy
         }
     }
@@ -226,6 +232,8 @@ public struct HeraldConfiguration: Sendable {
         public var concurrency: Int
         /// Delay queues, shortest first; one retry per entry.
         public var retryDelays: [Duration]
+        /// Delay queues for throttled jobs (provider rate, per-number spacing), shortest first.
+        public var throttleDelays: [Duration]
         /// Port of `/healthz`, `/readyz`, `/metrics` (0 = any free port).
         public var metricsPort: Int
         /// On SIGTERM, how long in-flight jobs may take before they are handed back to the broker.

@@ -26,12 +26,17 @@ public struct RetryPolicy: Sendable, Equatable {
         self.delays = delays.sorted()
     }
 
+    /// Each delay queue has one fixed TTL, so a wait rounds up to the first queue that waits long
+    /// enough (or the longest one).
+    public static func queueDelay(for wanted: Duration, in delays: [Duration]) -> Duration {
+        delays.first { $0 >= wanted } ?? delays[delays.count - 1]
+    }
+
     /// Decides after the `failures`-th failed try (1 for the first failure).
     public func decide(failures: Int, retryAfter: Duration?, now: Date, expiresAt: Date) -> Decision {
         guard failures >= 1, failures <= delays.count else { return .giveUp(.exhausted) }
         let wanted = max(delays[failures - 1], retryAfter ?? .zero)
-        // Each delay queue has one fixed TTL, so round up to the first queue that waits long enough.
-        let delay = delays.first { $0 >= wanted } ?? delays[delays.count - 1]
+        let delay = Self.queueDelay(for: wanted, in: delays)
         guard now.adding(max(delay, wanted)) < expiresAt else { return .giveUp(.wouldExpire) }
         return .retry(delay: delay)
     }

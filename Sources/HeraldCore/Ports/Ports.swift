@@ -114,4 +114,29 @@ public protocol DeliveryLedger: Sendable {
 }
 
 /// Everything the API and workers keep in the shared store.
-public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger
+public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & RateLimitStore
+
+/// Shared rate-limit state: one GCRA timestamp per key, prefix velocity and blocks. Every API and
+/// worker process on the same store sees the same counts, so N replicas do not allow N times a limit.
+public protocol RateLimitStore: Sendable {
+    /// One GCRA decision in one atomic statement: spends the event when allowed, writes nothing when not.
+    func rateDecision(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> GCRA.Decision
+    /// Gives back one event spent under `key` (a later check refused the request, or publishing failed).
+    func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws
+    /// Stored keys of `kind` for `subject` (in `project`, or every project), with their TATs.
+    func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)]
+    /// Forgets those keys; returns how many.
+    func resetRates(kind: String, subject: String, project: String?) async throws -> Int
+    /// Deletes keys whose TAT has passed (they allow as much as a missing key).
+    func purgeRates(before now: Int64) async throws -> Int
+    /// Counts a send to `prefix` and, when its velocity trips, blocks it; true when it tripped now.
+    func observePrefix(projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) async throws -> Bool
+    /// The active block covering `prefix`, if any.
+    func prefixBlock(projectID: String, prefix: String, now: Date) async throws -> PrefixBlock?
+    /// Active blocks.
+    func prefixBlocks(now: Date) async throws -> [PrefixBlock]
+    /// Removes a block (and resets the prefix's velocity); false when there was none.
+    func liftPrefixBlock(projectID: String, prefix: String) async throws -> Bool
+    /// Per region since `since`: codes sent by SMS and codes verified (test numbers excluded).
+    func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)]
+}

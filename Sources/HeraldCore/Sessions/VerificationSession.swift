@@ -9,6 +9,8 @@ public struct VerificationSession: Sendable, Equatable {
     public var id: String
     public var projectID: String
     public var phoneNumber: String
+    /// ISO region of the number (for conversion per country).
+    public var region: String
     /// `OneTimeCode.hash` of the code.
     public var codeHash: Data
     public var createdAt: Date
@@ -22,12 +24,13 @@ public struct VerificationSession: Sendable, Equatable {
     public var jobID: UUID?
 
     public init(
-        id: String, projectID: String, phoneNumber: String, codeHash: Data, createdAt: Date, expiresAt: Date,
+        id: String, projectID: String, phoneNumber: String, region: String = "", codeHash: Data, createdAt: Date, expiresAt: Date,
         attempts: Int = 0, maxAttempts: Int, consumedAt: Date? = nil, jobID: UUID? = nil
     ) {
         self.id = id
         self.projectID = projectID
         self.phoneNumber = phoneNumber
+        self.region = region
         self.codeHash = codeHash
         self.createdAt = createdAt
         self.expiresAt = expiresAt

@@ -1,0 +1,124 @@
+import Foundation
+
+/// An IPv4 or IPv6 address as 16 bytes (IPv4 mapped into `::ffff:0:0/96`), parsed without the network
+/// stack, for client keys and trusted-proxy checks.
+public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
+    public let bytes: [UInt8]
+
+    /// True for IPv4 (and IPv4-mapped IPv6) addresses.
+    public var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
+
+    public init?(_ text: String) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let v4 = Self.parseIPv4(Substring(trimmed)) {
+            bytes = [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + v4
+        } else if let v6 = Self.parseIPv6(trimmed) {
+            bytes = v6
+        } else {
+            return nil
+        }
+    }
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    static func parseIPv4(_ text: Substring) -> [UInt8]? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var out: [UInt8] = []
+        for part in parts {
+            guard part.isEmpty == false, part.count <= 3, part.allSatisfy({ $0.isASCII && $0.isNumber }), let value = UInt8(part) else {
+                return nil
+            }
+            out.append(value)
+        }
+        return out
+    }
+
+    static func parseIPv6(_ text: String) -> [UInt8]? {
+        var text = Substring(text)
+        if let percent = text.firstIndex(of: "%") { text = text[..<percent] }  // zone id
+        let halves = text.components(separatedBy: "::")
+        guard halves.count <= 2 else { return nil }
+        func groups(_ part: String) -> [UInt8]? {
+            guard part.isEmpty == false else { return [] }
+            var out: [UInt8] = []
+            let fields = part.split(separator: ":", omittingEmptySubsequences: false)
+            for (index, field) in fields.enumerated() {
+                if index == fields.count - 1, field.contains(".") {
+                    guard let v4 = parseIPv4(field) else { return nil }
+                    out += v4
+                    continue
+                }
+                guard (1...4).contains(field.count), let value = UInt16(field, radix: 16) else { return nil }
+                out += [UInt8(value >> 8), UInt8(value & 0xFF)]
+            }
+            return out
+        }
+        if halves.count == 1 {
+            guard let all = groups(halves[0]), all.count == 16 else { return nil }
+            return all
+        }
+        guard let head = groups(halves[0]), let tail = groups(halves[1]), head.count + tail.count <= 14 else { return nil }
+        return head + [UInt8](repeating: 0, count: 16 - head.count - tail.count) + tail
+    }
+
+    /// The address with all bits after the first `bits` cleared (bits counted on the 128-bit form).
+    public func masked(to bits: Int) -> IPAddress {
+        IPAddress(bytes: bytes.enumerated().map { index, byte in
+            let keep = max(0, min(8, bits - index * 8))
+            return keep == 8 ? byte : byte & UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
+        })
+    }
+
+    public var description: String {
+        if isIPv4 { return bytes[12...].map(String.init).joined(separator: ".") }
+        return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":")
+    }
+
+    /// The key a client is limited under: IPv4 addresses alone, IPv6 by /64 (one subscriber's block).
+    public var limitKey: String {
+        isIPv4 ? description : masked(to: 64).description + "/64"
+    }
+}
+
+/// An address or a CIDR block (`10.0.0.0/8`, `2001:db8::/32`, `127.0.0.1`).
+public struct IPNetwork: Sendable, Hashable {
+    public let address: IPAddress
+    /// Prefix length on the 128-bit form.
+    public let bits: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        guard let address = IPAddress(parts[0]) else { return nil }
+        let maximum = address.isIPv4 ? 32 : 128
+        var length = maximum
+        if parts.count == 2 {
+            guard let value = Int(parts[1]), (0...maximum).contains(value) else { return nil }
+            length = value
+        }
+        self.bits = address.isIPv4 ? 96 + length : length
+        self.address = address.masked(to: bits)
+    }
+
+    public func contains(_ candidate: IPAddress) -> Bool {
+        candidate.masked(to: bits) == address
+    }
+}
+
+/// Which address a request counts against: the peer, or — when the peer is a trusted proxy — the
+/// right-most `X-Forwarded-For` entry that is not itself a trusted proxy. A client cannot dodge its
+/// limit by sending its own `X-Forwarded-For` unless it is (or comes through) a trusted proxy.
+public enum ClientAddress {
+    public static func resolve(peer: String?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
+        guard let peer = peer.flatMap(IPAddress.init) else { return nil }
+        guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return peer }
+        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for hop in hops.reversed() {
+            guard let address = IPAddress(hop) else { return peer }
+            if trustedProxies.contains(where: { $0.contains(address) }) == false { return address }
+        }
+        return hops.first.flatMap(IPAddress.init) ?? peer
+    }
+}

@@ -1,0 +1,87 @@
+/// What a limit counts, and how a refusal reads to the client.
+public enum LimitKind: String, Sendable, CaseIterable {
+    /// Sends to one destination number.
+    case number
+    /// Sends from one client address (IPv6 by /64).
+    case ip
+    /// Sends of one project.
+    case project
+    /// Sends to one destination country.
+    case country
+    /// Sends to one number prefix.
+    case prefix
+    /// Code checks for one number, across sessions.
+    case checks
+    /// A provider's throughput, shared by every worker.
+    case provider
+    /// Spacing between SMS to one number, in workers.
+    case spacing
+
+    /// Identity Toolkit answers per-user limits with TOO_MANY_ATTEMPTS_TRY_LATER and shared quotas
+    /// with QUOTA_EXCEEDED; SDKs show them differently.
+    public var refusal: HeraldError.Code {
+        switch self {
+        case .number, .ip, .checks, .spacing: .tooManyAttempts
+        case .project, .country, .prefix, .provider: .quotaExceeded
+        }
+    }
+
+    /// The configuration key the policies come from (for logs and metrics).
+    public var configurationKey: String {
+        switch self {
+        case .number: "limits.perNumber"
+        case .ip: "limits.perIP"
+        case .project: "limits.perProject"
+        case .country: "limits.perCountry"
+        case .prefix: "limits.perPrefix"
+        case .checks: "limits.checksPerNumber"
+        case .provider: "sms.http.rate"
+        case .spacing: "sms.perNumberSpacing"
+        }
+    }
+}
+
+/// One limit to check: a key in the shared store and the policy that governs it.
+///
+/// Keys read `<kind>:<project>:<subject>|<policy>` (`number:demo:+15555550100|5/1h`), so support staff
+/// can find every limit of a number with `herald-admin limits show number:+15555550100`.
+public struct LimitCheck: Sendable, Equatable {
+    public var kind: LimitKind
+    public var key: String
+    public var policy: RatePolicy
+
+    public init(kind: LimitKind, scope: String, subject: String, policy: RatePolicy) {
+        self.kind = kind
+        self.key = "\(kind.rawValue):\(scope):\(subject)|\(policy)"
+        self.policy = policy
+    }
+
+    /// The limits of one send, in the order they are checked (cheapest abuse first).
+    public static func forSend(
+        project: String, phone: PhoneNumber, clientKey: String?, limits: HeraldConfiguration.Limits
+    ) -> [LimitCheck] {
+        var checks: [LimitCheck] = []
+        if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
+        checks += limits.perNumber.map { LimitCheck(kind: .number, scope: project, subject: phone.e164, policy: $0) }
+        checks += limits.perProject.map { LimitCheck(kind: .project, scope: project, subject: project, policy: $0) }
+        checks += limits.perCountry.map { LimitCheck(kind: .country, scope: project, subject: phone.region, policy: $0) }
+        checks += limits.perPrefix.map {
+            LimitCheck(kind: .prefix, scope: project, subject: phone.prefix(digits: limits.prefixDigits), policy: $0)
+        }
+        return checks
+    }
+
+    /// The limits of one code check.
+    public static func forCheck(project: String, phoneNumber: String, limits: HeraldConfiguration.Limits) -> [LimitCheck] {
+        limits.checksPerNumber.map { LimitCheck(kind: .checks, scope: project, subject: phoneNumber, policy: $0) }
+    }
+
+    /// Splits a stored key into its parts (`kind`, `project`, `subject`, `policy`).
+    public static func parse(_ key: String) -> (kind: String, project: String, subject: String, policy: String)? {
+        guard let bar = key.lastIndex(of: "|") else { return nil }
+        let head = key[..<bar]
+        let parts = head.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        return (String(parts[0]), String(parts[1]), String(parts[2]), String(key[key.index(after: bar)...]))
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import HeraldCore
+
+/// Rate limits in SQLite. The decision is the single statement below; its PostgreSQL twin differs
+/// only in spelling (`GREATEST(rate_limits.tat_us, $2)` for `max(tat_us, ?)`):
+///
+///     INSERT INTO rate_limits (key, tat_us) VALUES (:key, :now + :T)
+///     ON CONFLICT (key) DO UPDATE SET tat_us = max(tat_us, :now) + :T
+///       WHERE max(tat_us, :now) + :T - :now <= :tau
+///     RETURNING tat_us
+///
+/// A fresh key always allows one event (τ ≥ T). No row returned means "refused"; nothing was written,
+/// and the TAT read afterwards only computes Retry-After.
+extension SQLiteStore {
+    public func rateDecision(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> GCRA.Decision {
+        try await run { db in
+            let allowed = try db.query(
+                """
+                INSERT INTO rate_limits (key, tat_us) VALUES (?1, ?2 + ?3)
+                ON CONFLICT (key) DO UPDATE SET tat_us = max(tat_us, ?2) + ?3
+                WHERE max(tat_us, ?2) + ?3 - ?2 <= ?4
+                RETURNING tat_us
+                """, [.text(key), .integer(now), .integer(parameters.interval), .integer(parameters.tolerance)])
+            if let tat = allowed.first?[0].int { return GCRA.Decision(allowed: true, tat: tat, retryAfter: 0) }
+            let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
+            return GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now)
+        }
+    }
+
+    public func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws {
+        try await run { db in
+            try db.query("UPDATE rate_limits SET tat_us = max(?2, tat_us - ?3) WHERE key = ?1", [.text(key), .integer(now), .integer(parameters.interval)])
+        }
+    }
+
+    public func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)] {
+        try await run { db in try Self.matchingRates(db, kind: kind, subject: subject, project: project) }
+    }
+
+    public func resetRates(kind: String, subject: String, project: String?) async throws -> Int {
+        try await run { db in
+            let keys = try Self.matchingRates(db, kind: kind, subject: subject, project: project).map(\.key)
+            for key in keys { try db.query("DELETE FROM rate_limits WHERE key = ?", [.text(key)]) }
+            return keys.count
+        }
+    }
+
+    static func matchingRates(_ db: SQLiteConnection, kind: String, subject: String, project: String?) throws -> [(key: String, tat: Int64)] {
+        let rows = try db.query("SELECT key, tat_us FROM rate_limits WHERE key LIKE ? ESCAPE '\\' ORDER BY key", [.text(Self.likePrefix(kind + ":"))])
+        return rows.compactMap { row in
+            guard let key = row[0].string, let tat = row[1].int, let parts = LimitCheck.parse(key), parts.kind == kind,
+                parts.subject == subject, project == nil || parts.project == project
+            else { return nil }
+            return (key, tat)
+        }
+    }
+
+    static func likePrefix(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+    }
+
+    public func purgeRates(before now: Int64) async throws -> Int {
+        try await run { db in
+            try db.query("DELETE FROM rate_limits WHERE tat_us < ?", [.integer(now)])
+            return db.changes
+        }
+    }
+
+    /// Read, decide in `PrefixVelocity` (pure), write back: one write transaction, so concurrent sends
+    /// from several processes count every event (PostgreSQL: `SELECT … FOR UPDATE`).
+    public func observePrefix(projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) async throws -> Bool {
+        let micros = now.microsecondsSince1970
+        return try await run { db in
+            try db.transaction {
+                let stored = try db.query(
+                    "SELECT window_start_us, count, baseline FROM prefix_velocity WHERE project_id = ? AND prefix = ?",
+                    [.text(projectID), .text(prefix)]
+                ).first.flatMap { row -> PrefixVelocity? in
+                    guard let start = row[0].int, let count = row[1].int else { return nil }
+                    let baseline: Double
+                    switch row[2] {
+                    case .real(let value): baseline = value
+                    case .integer(let value): baseline = Double(value)
+                    default: baseline = 0
+                    }
+                    return PrefixVelocity(windowStart: start, count: Int(count), baseline: baseline)
+                }
+                let (next, trips) = PrefixVelocity.observe(stored, now: micros, settings: settings)
+                try db.query(
+                    """
+                    INSERT INTO prefix_velocity (project_id, prefix, window_start_us, count, baseline) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (project_id, prefix) DO UPDATE SET
+                      window_start_us = excluded.window_start_us, count = excluded.count, baseline = excluded.baseline
+                    """, [.text(projectID), .text(prefix), .integer(next.windowStart), .integer(Int64(next.count)), .real(next.baseline)])
+                guard trips else { return false }
+                let reason = "\(next.count) sends in \(DurationText.format(settings.window)) against a baseline of \(String(format: "%.1f", next.baseline)) per window"
+                try db.query(
+                    """
+                    INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (project_id, prefix) DO UPDATE SET until_us = excluded.until_us, reason = excluded.reason, created_us = excluded.created_us
+                    """, [.text(projectID), .text(prefix), .integer(micros + settings.blockFor.microseconds), .text(reason), .integer(micros)])
+                return true
+            }
+        }
+    }
+
+    public func prefixBlock(projectID: String, prefix: String, now: Date) async throws -> PrefixBlock? {
+        try await run { db in
+            try db.query(
+                "SELECT project_id, prefix, until_us, reason, created_us FROM prefix_blocks WHERE project_id = ? AND prefix = ? AND until_us > ?",
+                [.text(projectID), .text(prefix), .integer(now.microsecondsSince1970)]
+            ).first.flatMap(Self.block)
+        }
+    }
+
+    public func prefixBlocks(now: Date) async throws -> [PrefixBlock] {
+        try await run { db in
+            try db.query(
+                "SELECT project_id, prefix, until_us, reason, created_us FROM prefix_blocks WHERE until_us > ? ORDER BY project_id, prefix",
+                [.integer(now.microsecondsSince1970)]
+            ).compactMap(Self.block)
+        }
+    }
+
+    public func liftPrefixBlock(projectID: String, prefix: String) async throws -> Bool {
+        try await run { db in
+            try db.transaction {
+                try db.query("DELETE FROM prefix_blocks WHERE project_id = ? AND prefix = ?", [.text(projectID), .text(prefix)])
+                let lifted = db.changes > 0
+                // Start counting afresh, or the next send would trip again at once.
+                try db.query("DELETE FROM prefix_velocity WHERE project_id = ? AND prefix = ?", [.text(projectID), .text(prefix)])
+                return lifted
+            }
+        }
+    }
+
+    static func block(_ row: [SQLiteValue]) -> PrefixBlock? {
+        guard let project = row[0].string, let prefix = row[1].string, let until = row[2].int, let reason = row[3].string,
+            let created = row[4].int
+        else { return nil }
+        return PrefixBlock(
+            projectID: project, prefix: prefix, until: Date(timeIntervalSince1970: Double(until) / 1_000_000), reason: reason,
+            createdAt: Date(timeIntervalSince1970: Double(created) / 1_000_000))
+    }
+
+    public func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)] {
+        try await run { db in
+            try db.query(
+                """
+                SELECT region, count(*), count(consumed_at_ms) FROM verification_sessions
+                WHERE created_at_ms >= ? AND job_id IS NOT NULL AND region <> ''
+                GROUP BY region ORDER BY region
+                """, [.integer(since.millisecondsSince1970)]
+            ).compactMap { row in
+                guard let region = row[0].string, let sent = row[1].int, let verified = row[2].int else { return nil }
+                return (region, Int(sent), Int(verified))
+            }
+        }
+    }
+}
