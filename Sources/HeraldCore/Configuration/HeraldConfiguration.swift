@@ -126,6 +126,11 @@ public struct HeraldConfiguration: Sendable {
         public struct Regions: Sendable {
             public var allow: [String]
             public var deny: [String]
+
+            public init(allow: [String], deny: [String]) {
+                self.allow = allow
+                self.deny = deny
+            }
         }
 
         /// `projects[].emailLink` (not yet used).
@@ -172,6 +177,20 @@ public struct HeraldConfiguration: Sendable {
         public var checksPerNumber: [RatePolicy]
         /// `limits.pumping`: per-prefix velocity blocks.
         public var pumping: PrefixVelocity.Settings
+
+        public init(
+            perNumber: [RatePolicy], perIP: [RatePolicy], perProject: [RatePolicy], perCountry: [RatePolicy], perPrefix: [RatePolicy],
+            prefixDigits: Int, checksPerNumber: [RatePolicy], pumping: PrefixVelocity.Settings
+        ) {
+            self.perNumber = perNumber
+            self.perIP = perIP
+            self.perProject = perProject
+            self.perCountry = perCountry
+            self.perPrefix = perPrefix
+            self.prefixDigits = prefixDigits
+            self.checksPerNumber = checksPerNumber
+            self.pumping = pumping
+        }
     }
 
     /// `sms`: provider settings and message texts.
