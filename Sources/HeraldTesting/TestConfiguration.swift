@@ -16,6 +16,7 @@ public struct TestConfiguration: Sendable {
     public var prefetch = 32
     public var concurrency = 16
     public var retryDelays = ["300ms", "1s", "2s", "5s"]
+    public var throttleDelays = ["100ms", "250ms", "1s", "5s"]
     public var codeTTL = "5m"
     public var maxCheckAttempts = 3
     public var phoneEnabled = true
@@ -65,7 +66,7 @@ public struct TestConfiguration: Sendable {
               perNumberSpacing: \(perNumberSpacing)
               http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}}
             workers:
-              sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
+              sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], throttleDelays: [\(throttleDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
             """
     }
 
