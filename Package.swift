@@ -144,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "herald-bench",
             dependencies: [
-                "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldTesting",
+                "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -4,6 +4,7 @@ import HeraldAMQP
 import HeraldCore
 import HeraldCurl
 import HeraldRuntime
+import HeraldStore
 import HeraldTesting
 import Synchronization
 
@@ -19,20 +20,75 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of load at concurrency 64.") var throughputSeconds = 10
     @Option(help: "Requests per second for the latency run.") var rate = 500
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
+    @Option(help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), or all.") var suite = "all"
+    @Option(help: "Decisions per limiter run.") var decisions = 20_000
+
+    /// Limits that spend state on every send (every kind, pumping counted) but refuse nothing.
+    static let measuredLimits =
+        #"{perNumber: ["5/1h", "10/1d"], perIP: ["1000000/1s"], perProject: ["1000000/1s"], perCountry: ["1000000/1s"], perPrefix: ["1000000/1s"], pumping: {enabled: true, minimumSends: 1000000}}"#
+    static let noLimits = #"{perNumber: [], perIP: [], perProject: [], checksPerNumber: [], pumping: {enabled: false}}"#
 
     func run() async throws {
         print("herald-bench on \(ProcessInfo.processInfo.activeProcessorCount) cores; broker \(TestBroker.endpoint.redacted)")
-        try await rawPublish()
-        let stack = try await BenchStack.start()
-        do {
-            try await throughput(stack)
-            try await latency(stack)
-            print("(d) memory after the runs: herald-api RSS \(rss(stack.api.pid)) (peak \(peak(stack.api.pid))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))")
-        } catch {
+        if suite == "all" || suite == "spine" {
+            try await rawPublish()
+            let stack = try await BenchStack.start(limits: Self.noLimits)
+            do {
+                try await throughput(stack)
+                _ = try await latency(stack, label: "(c)")
+                print("(d) memory after the runs: herald-api RSS \(rss(stack.api.pid)) (peak \(peak(stack.api.pid))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))")
+            } catch {
+                await stack.stop()
+                throw error
+            }
             await stack.stop()
-            throw error
         }
-        await stack.stop()
+        if suite == "all" || suite == "limits" {
+            try await limiterDecisions()
+            var answerTimes: [String: (p50: Double, p99: Double)] = [:]
+            for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", Self.measuredLimits)] {
+                let stack = try await BenchStack.start(limits: limits)
+                do {
+                    answerTimes[label] = try await latency(stack, label: "(l) \(label):")
+                } catch {
+                    await stack.stop()
+                    throw error
+                }
+                await stack.stop()
+            }
+            if let off = answerTimes["without limits"], let on = answerTimes.first(where: { $0.key.hasPrefix("with ") })?.value {
+                print(String(format: "(l) added by admission limits: p50 %+.1f ms, p99 %+.1f ms", on.p50 - off.p50, on.p99 - off.p99))
+            }
+        }
+    }
+
+    /// Limiter decisions per second against SQLite: one hot key, and every decision a new key.
+    func limiterDecisions() async throws {
+        let directory = NSTemporaryDirectory() + "herald-bench-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(path: directory + "/herald.sqlite")
+        let parameters = GCRA.Parameters(RatePolicy.parse("1000/1s burst 100")!)
+        let runs: [(String, @Sendable (Int) -> String)] = [
+            ("one hot key", { _ in "number:bench:+15555550100|1000/1s" }),
+            ("a new key each time", { index in "number:bench:+1555\(2_000_000 + index)|1000/1s" }),
+        ]
+        for (label, keyFor) in runs {
+            let allowed = Locked(0)
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        for index in stride(from: worker, to: decisions, by: 8) {
+                            let decision = try await store.rateDecision(key: keyFor(index), parameters: parameters, now: Date().microsecondsSince1970)
+                            if decision.allowed { allowed.withLock { $0 += 1 } }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let seconds = (ContinuousClock.now - started).seconds
+            print(String(format: "(l) limiter on SQLite, %@: %d decisions in %.2f s = %.0f decisions/s (%d allowed)", label, decisions, seconds, Double(decisions) / seconds, allowed.withLock { $0 }))
+        }
     }
 
     /// (a) One librabbitmq publisher, persistent messages to a quorum queue, `window` confirms in flight.
@@ -89,8 +145,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         print("    worker drained: gateway received \(stack.gateway.received.count) SMS")
     }
 
-    /// (c) Open-loop load at a fixed rate: time from the API's confirmed answer to the gateway's receipt.
-    func latency(_ stack: BenchStack) async throws {
+    /// (c) Open-loop load at a fixed rate: time from the request to the gateway's receipt, and to the
+    /// API's answer (returned as p50/p99 in ms).
+    func latency(_ stack: BenchStack, label: String) async throws -> (p50: Double, p99: Double) {
         let total = rate * latencySeconds
         let base = 50_000_000
         let answered = Locked([String: (requested: ContinuousClock.Instant, confirmed: ContinuousClock.Instant)]())
@@ -130,12 +187,13 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             let sorted = values.sorted()
             return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
-        print(String(format: "(c) at %d req/s for %d s (offered in %.1f s): %d confirmed, %d refused",
-                     rate, latencySeconds, sentIn, answerTimes.count, refused.withLock { $0 }))
+        print(String(format: "%@ at %d req/s for %d s (offered in %.1f s): %d confirmed, %d refused",
+                     label, rate, latencySeconds, sentIn, answerTimes.count, refused.withLock { $0 }))
         print(String(format: "    request → SMS at gateway: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d delivered)",
                      percentile(endToEnd, 0.5), percentile(endToEnd, 0.99), endToEnd.max() ?? .nan, endToEnd.count))
         print(String(format: "    request → API answer (after the broker's confirm): p50 %.1f ms, p99 %.1f ms",
                      percentile(answerTimes, 0.5), percentile(answerTimes, 0.99)))
+        return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99))
     }
 
     func rss(_ pid: Int32) -> String { statusField(pid, "VmRSS") }
@@ -173,7 +231,7 @@ struct BenchStack: Sendable {
         return "+1555\(exchange)"
     }
 
-    static func start() async throws -> BenchStack {
+    static func start(limits: String) async throws -> BenchStack {
         let gateway = try await FakeSMSGateway.start()
         var settings = TestConfiguration()
         settings.gatewayURL = gateway.url
@@ -183,6 +241,8 @@ struct BenchStack: Sendable {
         settings.prefetch = 64
         settings.logLevel = "warning"
         settings.codeTTL = "10m"
+        settings.limits = limits
+        settings.providerRate = "1000000/1s"
         let path = try settings.write()
         let api = try HeraldProcess("herald-api", arguments: ["--config", path], logDirectory: settings.stateDir)
         let worker = try HeraldProcess("herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir)
