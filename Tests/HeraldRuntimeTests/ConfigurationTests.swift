@@ -37,6 +37,13 @@ struct ConfigurationTests {
         #expect(configuration.amqp.queueType == "quorum")
         #expect(configuration.workers.sms.retryDelays == [.seconds(1), .seconds(5), .seconds(30), .seconds(120)])
         #expect(configuration.limits.perNumber == [RatePolicy.parse("5/1h")!, RatePolicy.parse("10/1d")!])
+        #expect(configuration.limits.perIP == [RatePolicy.parse("50/1m")!, RatePolicy.parse("500/1h")!])
+        #expect(configuration.limits.perProject == [RatePolicy.parse("1000/1m")!])
+        #expect(configuration.limits.pumping.enabled)
+        #expect(configuration.limits.pumping.blockFor == .seconds(12 * 3600))
+        #expect(configuration.sms.perNumberSpacing == .seconds(5))
+        #expect(configuration.sms.http.rate == RatePolicy.parse("100/1s"))
+        #expect(configuration.workers.sms.throttleDelays == [.milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])
         let project = try #require(configuration.project(forAPIKey: "demo-api-key"))
         #expect(project.phone.testNumbers == ["+16505553434": "654321"])
         #expect(project.phone.codeTTL == .seconds(300))
@@ -75,6 +82,11 @@ struct ConfigurationTests {
             ("logging: {level: loud}", "logging.level"),
             ("store: {url: \"mysql://x\"}", "store.url"),
             ("http: {port: 70000}", "http.port"),
+            ("http: {trustedProxies: [\"10.0.0.0/40\"]}", "http.trustedProxies[0]"),
+            ("limits: {pumping: {window: soon}}", "limits.pumping.window"),
+            ("limits: {pumping: {multipel: 3}}", "limits.pumping.multipel"),
+            ("limits: {prefixDigits: 1}", "limits.prefixDigits"),
+            ("workers: {sms: {throttleDelays: [10ms]}}", "workers.sms.throttleDelays[0]"),
         ])
     func badValues(extra: String, key: String) {
         #expect(problem(Self.minimal + "\n" + extra)?.key == key)
