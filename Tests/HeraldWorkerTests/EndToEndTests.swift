@@ -47,9 +47,10 @@ struct EndToEndTests {
                 json: ["sessionInfo": try #require(legacySession), "code": legacyCode])
             #expect(legacySignIn.string("localId") == signedIn.string("localId"))
 
-            let status = try await stack.store.deliveryStatus(jobID: UUID(uuidString: reference)!)
-            #expect(status?.status == .sent)
-            #expect(status?.attempts == 1)
+            let store = try stack.store
+            let jobID = try #require(UUID(uuidString: reference))
+            #expect(await eventually { (try? await store.deliveryStatus(jobID: jobID))??.status == .sent })
+            #expect(try await store.deliveryStatus(jobID: jobID)?.attempts == 1)
 
             let metrics = String(decoding: try await HeraldClient(port: stack.settings.apiPort).get("/metrics").body, as: UTF8.self)
             #expect(metrics.contains("herald_api_verification_sends_total"))
@@ -75,8 +76,10 @@ struct EndToEndTests {
             try await stack.startAPI()
             _ = try await stack.sendCode()
             try await stack.waitForGateway(1)
+            // The worker counts the send once it has recorded the gateway's answer, just after the gateway saw it.
+            let sentLine = #"herald_worker_jobs_total{type="sms",outcome="sent"} 1"#
+            #expect(await eventually { (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self).contains(sentLine) } == true })
             let metrics = String(decoding: try await probe.get("/metrics").body, as: UTF8.self)
-            #expect(metrics.contains(#"herald_worker_jobs_total{type="sms",outcome="sent"} 1"#))
             #expect(metrics.contains("herald_worker_enqueue_to_sent_seconds_bucket"))
         } catch {
             await stack.stop()
