@@ -13,24 +13,43 @@ import HeraldCore
 /// and the TAT read afterwards only computes Retry-After.
 extension SQLiteStore {
     public func rateDecision(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> GCRA.Decision {
+        try await run { db in try Self.decide(db, key: key, parameters: parameters, now: now) }
+    }
+
+    public func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (index: Int, decision: GCRA.Decision)? {
         try await run { db in
-            let allowed = try db.query(
-                """
-                INSERT INTO rate_limits (key, tat_us) VALUES (?1, ?2 + ?3)
-                ON CONFLICT (key) DO UPDATE SET tat_us = max(tat_us, ?2) + ?3
-                WHERE max(tat_us, ?2) + ?3 - ?2 <= ?4
-                RETURNING tat_us
-                """, [.text(key), .integer(now), .integer(parameters.interval), .integer(parameters.tolerance)])
-            if let tat = allowed.first?[0].int { return GCRA.Decision(allowed: true, tat: tat, retryAfter: 0) }
-            let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
-            return GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now)
+            try db.transaction {
+                for (index, entry) in entries.enumerated() {
+                    let decision = try Self.decide(db, key: entry.key, parameters: entry.parameters, now: now)
+                    guard decision.allowed else {
+                        for spent in entries[..<index] { try Self.refund(db, key: spent.key, parameters: spent.parameters, now: now) }
+                        return (index, decision)
+                    }
+                }
+                return nil
+            }
         }
     }
 
     public func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws {
-        try await run { db in
-            try db.query("UPDATE rate_limits SET tat_us = max(?2, tat_us - ?3) WHERE key = ?1", [.text(key), .integer(now), .integer(parameters.interval)])
-        }
+        try await run { db in try Self.refund(db, key: key, parameters: parameters, now: now) }
+    }
+
+    static func decide(_ db: SQLiteConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws -> GCRA.Decision {
+        let allowed = try db.query(
+            """
+            INSERT INTO rate_limits (key, tat_us) VALUES (?1, ?2 + ?3)
+            ON CONFLICT (key) DO UPDATE SET tat_us = max(tat_us, ?2) + ?3
+            WHERE max(tat_us, ?2) + ?3 - ?2 <= ?4
+            RETURNING tat_us
+            """, [.text(key), .integer(now), .integer(parameters.interval), .integer(parameters.tolerance)])
+        if let tat = allowed.first?[0].int { return GCRA.Decision(allowed: true, tat: tat, retryAfter: 0) }
+        let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
+        return GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now)
+    }
+
+    static func refund(_ db: SQLiteConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws {
+        try db.query("UPDATE rate_limits SET tat_us = max(?2, tat_us - ?3) WHERE key = ?1", [.text(key), .integer(now), .integer(parameters.interval)])
     }
 
     public func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)] {

@@ -1,8 +1,8 @@
 import Foundation
 
-/// Applies a list of limits all-or-nothing: checks run in order, each one atomic in the shared store;
-/// when one refuses, the events already spent by earlier checks are given back, so a refused request
-/// costs nothing.
+/// Applies a list of limits all-or-nothing in one store transaction: checks run in order, each one
+/// atomic decision; when one refuses, the events already spent by earlier checks are given back before
+/// anyone else can see them, so a refused request costs nothing.
 public struct RateLimiter: Sendable {
     /// The first limit that refused, and when the request could pass.
     public struct Refusal: Sendable, Equatable {
@@ -18,18 +18,10 @@ public struct RateLimiter: Sendable {
 
     /// nil when every check allowed the request (and spent one event each).
     public func admit(_ checks: [LimitCheck], now: Date) async throws -> Refusal? {
-        let micros = now.microsecondsSince1970
-        var spent: [LimitCheck] = []
-        for check in checks {
-            let decision = try await store.rateDecision(key: check.key, parameters: GCRA.Parameters(check.policy), now: micros)
-            if decision.allowed {
-                spent.append(check)
-                continue
-            }
-            try await refund(spent, now: now)
-            return Refusal(check: check, retryAfter: decision.retryAfterDuration)
-        }
-        return nil
+        guard checks.isEmpty == false else { return nil }
+        let entries = checks.map { (key: $0.key, parameters: GCRA.Parameters($0.policy)) }
+        guard let refused = try await store.rateDecisions(entries, now: now.microsecondsSince1970) else { return nil }
+        return Refusal(check: checks[refused.index], retryAfter: refused.decision.retryAfterDuration)
     }
 
     /// Gives back one event of each check.

@@ -121,6 +121,10 @@ public typealias HeraldStoreProtocol = VerificationStore & AccountStore & Delive
 public protocol RateLimitStore: Sendable {
     /// One GCRA decision in one atomic statement: spends the event when allowed, writes nothing when not.
     func rateDecision(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> GCRA.Decision
+    /// Several decisions in one write transaction, in order, all-or-nothing: at the first refusal the
+    /// events already spent are given back before the transaction commits. Returns the index of the
+    /// refusing entry and its decision, or nil when all allowed.
+    func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (index: Int, decision: GCRA.Decision)?
     /// Gives back one event spent under `key` (a later check refused the request, or publishing failed).
     func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws
     /// Stored keys of `kind` for `subject` (in `project`, or every project), with their TATs.
