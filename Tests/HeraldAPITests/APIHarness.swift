@@ -57,10 +57,12 @@ struct APIHarness {
         } catch {
             try? await admin.perform { try topology.delete(on: $0) }
             await admin.shutdown()
+            try? FileManager.default.removeItem(atPath: settings.stateDir)
             throw error
         }
         try? await admin.perform { try topology.delete(on: $0) }
         await admin.shutdown()
+        try? FileManager.default.removeItem(atPath: settings.stateDir)
     }
 
     /// The jobs the API published (taken off the work queue: no worker runs in these tests).

@@ -38,9 +38,11 @@ struct BrokerOutageTests {
             try await outageScenario(broker)
         } catch {
             try? await broker.run("stop")
+            try? FileManager.default.removeItem(atPath: broker.directory)
             throw error
         }
         try await broker.run("stop")
+        try? FileManager.default.removeItem(atPath: broker.directory)
     }
 
     func outageScenario(_ broker: PrivateBroker) async throws {

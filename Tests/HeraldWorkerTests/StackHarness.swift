@@ -92,5 +92,6 @@ final class StackHarness: @unchecked Sendable {
         try? await admin.perform { try topology.delete(on: $0) }
         await admin.shutdown()
         await gateway.stop()
+        try? FileManager.default.removeItem(atPath: settings.stateDir)
     }
 }
