@@ -46,37 +46,32 @@ struct BrokerOutageTests {
     }
 
     func outageScenario(_ broker: PrivateBroker) async throws {
-        let stack = try await StackHarness(brokerURL: broker.url)
-        do {
-            try await stack.startAPI()
-            // No worker yet: the confirmed job waits in the queue through the restart.
-            let session = try await stack.sendCode(to: "+15555550199")
-            try await broker.run("stop-app")
-            let down = try await stack.client.post(
-                "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550198"])
-            #expect(down.status == 503)
-            #expect(down.errorMessage?.hasPrefix("UNAVAILABLE") == true)
-            #expect(try await stack.client.get("/healthz").status == 200)
-            #expect(try await stack.client.get("/readyz").status == 503)
-            try await broker.run("start-app")
-            #expect(await eventually(timeout: .seconds(30)) { (try? await stack.client.get("/readyz"))?.status == 200 })
-            #expect(stack.api?.isRunning == true)
-            try await stack.startWorker()
-            try await stack.waitForGateway(1, timeout: .seconds(30))
-            let sms = try #require(stack.gateway.received.first)
-            #expect(sms.to == "+15555550199")
-            let signedIn = try await stack.client.post(
-                "/v1/accounts:signInWithPhoneNumber", apiKey: TestConfiguration.apiKey,
-                json: ["sessionInfo": session, "code": try #require(StackHarness.code(in: sms.text))])
-            #expect(signedIn.status == 200)
-            // And the pipeline works again for new sends.
-            _ = try await stack.sendCode(to: "+15555550197")
-            try await stack.waitForGateway(2, timeout: .seconds(30))
-            #expect(stack.gateway.received.map(\.to) == ["+15555550199", "+15555550197"])
-        } catch {
-            await stack.stop()
-            throw error
+        try await StackHarness.run(brokerURL: broker.url) { stack in
+        try await stack.startAPI()
+        // No worker yet: the confirmed job waits in the queue through the restart.
+        let session = try await stack.sendCode(to: "+15555550199")
+        try await broker.run("stop-app")
+        let down = try await stack.client.post(
+            "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550198"])
+        #expect(down.status == 503)
+        #expect(down.errorMessage?.hasPrefix("UNAVAILABLE") == true)
+        #expect(try await stack.client.get("/healthz").status == 200)
+        #expect(try await stack.client.get("/readyz").status == 503)
+        try await broker.run("start-app")
+        #expect(await eventually(timeout: .seconds(30)) { (try? await stack.client.get("/readyz"))?.status == 200 })
+        #expect(stack.api?.isRunning == true)
+        try await stack.startWorker()
+        try await stack.waitForGateway(1, timeout: .seconds(30))
+        let sms = try #require(stack.gateway.received.first)
+        #expect(sms.to == "+15555550199")
+        let signedIn = try await stack.client.post(
+            "/v1/accounts:signInWithPhoneNumber", apiKey: TestConfiguration.apiKey,
+            json: ["sessionInfo": session, "code": try #require(StackHarness.code(in: sms.text))])
+        #expect(signedIn.status == 200)
+        // And the pipeline works again for new sends.
+        _ = try await stack.sendCode(to: "+15555550197")
+        try await stack.waitForGateway(2, timeout: .seconds(30))
+        #expect(stack.gateway.received.map(\.to) == ["+15555550199", "+15555550197"])
         }
-        await stack.stop()
     }
 }

@@ -10,10 +10,9 @@ import Testing
 struct EndToEndTests {
     @Test("the code in the SMS signs in, on the v1 and the legacy paths; nothing secret is logged")
     func phoneFlow() async throws {
-        let stack = try await StackHarness()
-        try await stack.startAPI()
-        try await stack.startWorker()
-        do {
+        try await StackHarness.run { stack in
+            try await stack.startAPI()
+            try await stack.startWorker()
             let session = try await stack.sendCode(to: "+15555550100")
             try await stack.waitForGateway(1)
             let sms = try #require(stack.gateway.received.first)
@@ -57,19 +56,14 @@ struct EndToEndTests {
 
             let leaks = linesLeaking([code, legacyCode, session], in: stack.allOutput)
             #expect(leaks.isEmpty, "secrets in process output: \(leaks)")
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("worker health, readiness and metrics on workers.sms.metricsPort")
     func workerEndpoints() async throws {
-        let stack = try await StackHarness()
-        let port = freePort()
-        try await stack.startWorker(metricsPort: port)
-        do {
+        try await StackHarness.run { stack in
+            let port = freePort()
+            try await stack.startWorker(metricsPort: port)
             let probe = HeraldClient(port: port)
             #expect(try await probe.get("/healthz").status == 200)
             #expect(await eventually { (try? await probe.get("/readyz"))?.status == 200 })
@@ -81,11 +75,7 @@ struct EndToEndTests {
             #expect(await eventually { (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self).contains(sentLine) } == true })
             let metrics = String(decoding: try await probe.get("/metrics").body, as: UTF8.self)
             #expect(metrics.contains("herald_worker_enqueue_to_sent_seconds_bucket"))
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 }
 

@@ -9,11 +9,10 @@ import Testing
 struct FaultTests {
     @Test("a worker killed with jobs in flight: after a restart every SMS has arrived exactly once")
     func sigkillMidFlight() async throws {
-        let stack = try await StackHarness {
+        try await StackHarness.run(configure: {
             $0.concurrency = 4
             $0.prefetch = 8
-        }
-        do {
+        }) { stack in
             try await stack.startAPI()
             stack.gateway.setFallback(.init(status: 200, delay: .seconds(3)))
             let first = try await stack.startWorker()
@@ -39,17 +38,12 @@ struct FaultTests {
             // The four in flight at the crash are recorded as in doubt (sent, but unconfirmed), not resent.
             #expect(statuses[.uncertain] == 4)
             #expect(statuses[.sent] == 8)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("gateway 503, 503, then 200: retried through the delay queues, one SMS delivered")
     func transientOutage() async throws {
-        let stack = try await StackHarness()
-        do {
+        try await StackHarness.run { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             stack.gateway.script([.init(status: 503), .init(status: 503, headers: ["Retry-After": "1"])])
@@ -72,17 +66,12 @@ struct FaultTests {
             for queue in stack.topology.queues(.sms) {
                 #expect(try await TestBroker.depth(queue, using: stack.admin) == 0, "\(queue) is not empty")
             }
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("gateway 400: the job lands in the dead-letter queue with the reason, nothing is sent twice, nothing secret is logged")
     func permanentRefusal() async throws {
-        let stack = try await StackHarness()
-        do {
+        try await StackHarness.run { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             stack.gateway.script([.init(status: 400, body: #"{"error":"invalid destination 5555550100"}"#)])
@@ -105,17 +94,12 @@ struct FaultTests {
             let code = try #require(StackHarness.code(in: stack.gateway.received[0].text))
             let leaks = linesLeaking([sealed, code], in: stack.allOutput)
             #expect(leaks.isEmpty, "secrets in process output: \(leaks)")
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("a job past expiresAt is dropped, not sent; a malformed job is dead-lettered with the reason")
     func expiredAndMalformed() async throws {
-        let stack = try await StackHarness()
-        do {
+        try await StackHarness.run { stack in
             try await stack.startWorker()
             let publisher = try await TestBroker.connection(.publisher, logger: quietLogger())
             let sealer = Sealer(key: stack.keys.sealing)
@@ -139,20 +123,15 @@ struct FaultTests {
             #expect(dead.headers["x-herald-reason"] == .string("malformed job: id: not a UUID"))
             #expect(stack.workers[0].output.contains("job expired before sending; dropped"))
             await publisher.shutdown()
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("SIGTERM: in-flight sends finish, the rest go back to the queue, exit status 0, nothing lost or doubled")
     func gracefulShutdown() async throws {
-        let stack = try await StackHarness {
+        try await StackHarness.run(configure: {
             $0.concurrency = 4
             $0.prefetch = 8
-        }
-        do {
+        }) { stack in
             try await stack.startAPI()
             stack.gateway.setFallback(.init(status: 200, delay: .seconds(1.5)))
             let first = try await stack.startWorker()
@@ -176,17 +155,12 @@ struct FaultTests {
             for reference in references {
                 #expect(try await store.deliveryStatus(jobID: UUID(uuidString: reference)!)?.status == .sent)
             }
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("heartbeats keep flowing while a send takes longer than two heartbeat intervals")
     func heartbeatsDuringLongSends() async throws {
-        let stack = try await StackHarness()
-        do {
+        try await StackHarness.run { stack in
             try await stack.startAPI()
             stack.gateway.setFallback(.init(status: 200, delay: .seconds(4)))
             let worker = try await stack.startWorker(environment: ["HERALD_AMQP_HEARTBEAT": "1s"])
@@ -199,28 +173,17 @@ struct FaultTests {
             let status = try await stack.store.deliveryStatus(jobID: UUID(uuidString: stack.gateway.received[0].reference!)!)
             #expect(status?.status == .sent)
             #expect(status?.attempts == 1)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 }
 
 @Suite("herald-admin against a running stack", .serialized)
 struct AdminTests {
-    func admin(_ stack: StackHarness, _ arguments: [String]) async throws -> String {
-        let process = try HeraldProcess("herald-admin", arguments: arguments + ["--config", stack.configPath], logDirectory: stack.settings.stateDir)
-        let status = await process.waitForExit(timeout: .seconds(30))
-        guard status == 0 else { throw TestFailure("herald-admin \(arguments) exited \(status):\n\(process.output)") }
-        return process.output
-    }
 
     @Test("topology declare and status; dead letters listed with their reason, then replayed and sent once")
     func deadLetterReplay() async throws {
-        let stack = try await StackHarness()
-        do {
-            let declared = try await admin(stack, ["topology", "declare"])
+        try await StackHarness.run { stack in
+            let declared = try await stack.admin(["topology", "declare"])
             #expect(declared.contains(stack.topology.workQueue(.sms)))
             try await stack.startAPI()
             try await stack.startWorker()
@@ -228,14 +191,14 @@ struct AdminTests {
             _ = try await stack.sendCode()
             let deadQueue = stack.topology.deadQueue(.sms)
             #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
-            let status = try await admin(stack, ["topology", "status"])
+            let status = try await stack.admin(["topology", "status"])
             #expect(status.contains("\(deadQueue)\tready=1"))
             #expect(status.contains("\(stack.topology.workQueue(.sms))\tready=0\tconsumers=1"))
-            let listed = try await admin(stack, ["dead-letters", "list"])
+            let listed = try await stack.admin(["dead-letters", "list"])
             #expect(listed.contains("gateway answered HTTP 422"))
             #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 1, "listing leaves the jobs in place")
             // The operator fixed the sender; replay sends the job once.
-            let replayed = try await admin(stack, ["dead-letters", "replay"])
+            let replayed = try await stack.admin(["dead-letters", "replay"])
             #expect(replayed.contains("replayed 1 sms job(s)"))
             try await stack.waitForGateway(2)
             try await Task.sleep(for: .seconds(1))
@@ -244,17 +207,12 @@ struct AdminTests {
             #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 0)
             let id = try #require(UUID(uuidString: stack.gateway.received[0].reference!))
             #expect(try await stack.store.deliveryStatus(jobID: id)?.status == .sent)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("a configuration error stops every executable with one line naming the key and status 78")
     func badConfiguration() async throws {
-        let stack = try await StackHarness()
-        do {
+        try await StackHarness.run { stack in
             for executable in ["herald-api", "herald-sms-worker", "herald-admin"] {
                 let arguments = executable == "herald-admin" ? ["topology", "status", "--config", stack.configPath] : ["--config", stack.configPath]
                 let process = try HeraldProcess(
@@ -262,10 +220,6 @@ struct AdminTests {
                 #expect(await process.waitForExit(timeout: .seconds(20)) == 78)
                 #expect(process.output.contains("invalid configuration: configuration key 'HERALD_AMQP_PREFECH'"), "\(process.output)")
             }
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 }

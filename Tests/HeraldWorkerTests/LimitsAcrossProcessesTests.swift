@@ -9,75 +9,64 @@ import Testing
 struct LimitsAcrossProcessesTests {
     @Test("two herald-api processes, one burst of 200 sends for one number: exactly the allowance passes")
     func burstAcrossTwoAPIs() async throws {
-        let stack = try await StackHarness {
+        try await StackHarness.run(configure: {
             $0.limits = #"{perNumber: ["3/10m"], perIP: [], perProject: [], pumping: {enabled: false}}"#
-        }
-        do {
-            try await stack.startAPI()
-            let secondPort = freePort()
-            let second = try HeraldProcess(
-                "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
-                environment: ["HERALD_HTTP_PORT": String(secondPort)])
-            stack.stoppedProcesses.append(second)
-            let secondClient = HeraldClient(port: secondPort)
-            #expect(await eventually(timeout: .seconds(20)) { (try? await secondClient.get("/readyz"))?.status == 200 })
-            let answers = try await withThrowingTaskGroup(of: HeraldClient.Answer.self) { group in
-                for index in 0..<200 {
-                    let client = index.isMultiple(of: 2) ? stack.client : secondClient
-                    group.addTask {
-                        try await client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550100"])
-                    }
+        }) { stack in
+        try await stack.startAPI()
+        let secondPort = freePort()
+        let second = try HeraldProcess(
+            "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
+            environment: ["HERALD_HTTP_PORT": String(secondPort)])
+        stack.stoppedProcesses.append(second)
+        let secondClient = HeraldClient(port: secondPort)
+        #expect(await eventually(timeout: .seconds(20)) { (try? await secondClient.get("/readyz"))?.status == 200 })
+        let answers = try await withThrowingTaskGroup(of: HeraldClient.Answer.self) { group in
+            for index in 0..<200 {
+                let client = index.isMultiple(of: 2) ? stack.client : secondClient
+                group.addTask {
+                    try await client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550100"])
                 }
-                return try await group.reduce(into: []) { $0.append($1) }
             }
-            await second.terminate()
-            #expect(answers.filter { $0.status == 200 }.count == 3)
-            let refused = answers.filter { $0.status != 200 }
-            #expect(refused.count == 197)
-            #expect(refused.allSatisfy { $0.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER" && ($0.header("retry-after").flatMap(Int.init) ?? 0) > 0 })
-            #expect(try await TestBroker.depth(stack.topology.workQueue(.sms), using: stack.admin) == 3)
-        } catch {
-            await stack.stop()
-            throw error
+            return try await group.reduce(into: []) { $0.append($1) }
         }
-        await stack.stop()
+        await second.terminate()
+        #expect(answers.filter { $0.status == 200 }.count == 3)
+        let refused = answers.filter { $0.status != 200 }
+        #expect(refused.count == 197)
+        #expect(refused.allSatisfy { $0.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER" && ($0.header("retry-after").flatMap(Int.init) ?? 0) > 0 })
+        #expect(try await TestBroker.depth(stack.topology.workQueue(.sms), using: stack.admin) == 3)
+        }
     }
 
     @Test("two workers share the provider rate 20/1s burst 5: no 1 s window above 25, every SMS exactly once")
     func providerRateAcrossWorkers() async throws {
-        let stack = try await StackHarness {
+        try await StackHarness.run(configure: {
             $0.providerRate = "20/1s burst 5"
             $0.concurrency = 16
+        }) { stack in
+        try await stack.startAPI()
+        try await stack.startWorker()
+        try await stack.startWorker()
+        for index in 0..<100 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 1000 + index))") }
+        try await stack.waitForGateway(100, timeout: .seconds(60))
+        try await Task.sleep(for: .seconds(1))
+        let received = stack.gateway.received
+        #expect(received.count == 100)
+        #expect(Set(received.compactMap(\.reference)).count == 100)
+        let times = received.map(\.arrivedAt.timeIntervalSince1970).sorted()
+        var busiest = 0
+        for (index, start) in times.enumerated() {
+            busiest = max(busiest, times[index...].prefix { $0 < start + 1.0 }.count)
         }
-        do {
-            try await stack.startAPI()
-            try await stack.startWorker()
-            try await stack.startWorker()
-            for index in 0..<100 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 1000 + index))") }
-            try await stack.waitForGateway(100, timeout: .seconds(60))
-            try await Task.sleep(for: .seconds(1))
-            let received = stack.gateway.received
-            #expect(received.count == 100)
-            #expect(Set(received.compactMap(\.reference)).count == 100)
-            let times = received.map(\.arrivedAt.timeIntervalSince1970).sorted()
-            var busiest = 0
-            for (index, start) in times.enumerated() {
-                busiest = max(busiest, times[index...].prefix { $0 < start + 1.0 }.count)
-            }
-            #expect(busiest <= 25, "busiest 1 s window had \(busiest) SMS")
-            // 95 beyond the burst at 20/s take at least 4.75 s.
-            #expect(times.last! - times.first! >= 4.5)
-        } catch {
-            await stack.stop()
-            throw error
+        #expect(busiest <= 25, "busiest 1 s window had \(busiest) SMS")
+        // 95 beyond the burst at 20/s take at least 4.75 s.
+        #expect(times.last! - times.first! >= 4.5)
         }
-        await stack.stop()
     }
 
     @Test("SMS to one number are spaced by sms.perNumberSpacing")
     func perNumberSpacing() async throws {
-        let stack = try await StackHarness { $0.perNumberSpacing = "1s" }
-        do {
+        try await StackHarness.run(configure: { $0.perNumberSpacing = "1s" }) { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             for _ in 0..<3 { _ = try await stack.sendCode(to: "+15555550100") }
@@ -89,79 +78,59 @@ struct LimitsAcrossProcessesTests {
             // Another number is not held back by the first one's spacing.
             let other = try #require(stack.gateway.received.first { $0.to == "+15555550101" })
             #expect(other.arrivedAt.timeIntervalSince1970 < sameNumber[1])
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("a throttled job that would expire while waiting is dropped, not sent late")
     func throttledPastExpiry() async throws {
-        let stack = try await StackHarness {
+        try await StackHarness.run(configure: {
             $0.perNumberSpacing = "10m"
             $0.codeTTL = "1m"
+        }) { stack in
+        try await stack.startAPI()
+        let worker = try await stack.startWorker()
+        _ = try await stack.sendCode(to: "+15555550100")
+        try await stack.waitForGateway(1)
+        _ = try await stack.sendCode(to: "+15555550100")
+        #expect(await eventually { worker.output.contains("throttled job would expire before its turn; dropped") })
+        try await Task.sleep(for: .seconds(1))
+        #expect(stack.gateway.received.count == 1)
+        for queue in stack.topology.queues(.sms) {
+            #expect(try await TestBroker.depth(queue, using: stack.admin) == 0, "\(queue) is not empty")
         }
-        do {
-            try await stack.startAPI()
-            let worker = try await stack.startWorker()
-            _ = try await stack.sendCode(to: "+15555550100")
-            try await stack.waitForGateway(1)
-            _ = try await stack.sendCode(to: "+15555550100")
-            #expect(await eventually { worker.output.contains("throttled job would expire before its turn; dropped") })
-            try await Task.sleep(for: .seconds(1))
-            #expect(stack.gateway.received.count == 1)
-            for queue in stack.topology.queues(.sms) {
-                #expect(try await TestBroker.depth(queue, using: stack.admin) == 0, "\(queue) is not empty")
-            }
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test("a pumped prefix is blocked, listed by herald-admin, and lifted; support can show and reset a number's limits")
     func prefixBlockAndSupportCommands() async throws {
-        let stack = try await StackHarness {
+        try await StackHarness.run(configure: {
             $0.limits = #"{perNumber: ["3/1h"], perIP: [], perProject: [], prefixDigits: 6, pumping: {enabled: true, window: 10m, multiple: 10, minimumSends: 5, blockFor: 12h}}"#
+        }) { stack in
+        try await stack.startAPI()
+        func send(_ number: String) async throws -> HeraldClient.Answer {
+            try await stack.client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": number])
         }
-        do {
-            try await stack.startAPI()
-            func send(_ number: String) async throws -> HeraldClient.Answer {
-                try await stack.client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": number])
-            }
-            for index in 0..<5 { #expect(try await send("+1555555\(String(format: "%04d", 100 + index))").status == 200) }
-            let tripped = try await send("+15555550199")
-            #expect(tripped.errorMessage == "QUOTA_EXCEEDED : Exceeded quota for sending verification codes.")
-            #expect((tripped.header("retry-after").flatMap(Int.init) ?? 0) >= 43_000)
-            #expect(try await send("+15555550198").errorMessage?.hasPrefix("QUOTA_EXCEEDED") == true)
-            // Other prefixes are unaffected.
-            #expect(try await send("+15556550100").status == 200)
-            let listed = try await admin(stack, ["limits", "blocks", "list"])
-            #expect(listed.contains("test-project\t+155555\tuntil"))
-            #expect(stack.api!.output.contains("possible SMS pumping"))
-            _ = try await admin(stack, ["limits", "blocks", "lift", "+155555", "--project", TestConfiguration.projectID])
-            #expect(try await admin(stack, ["limits", "blocks", "list"]).contains("0 active prefix block(s)"))
-            #expect(try await send("+15555550199").status == 200)
+        for index in 0..<5 { #expect(try await send("+1555555\(String(format: "%04d", 100 + index))").status == 200) }
+        let tripped = try await send("+15555550199")
+        #expect(tripped.errorMessage == "QUOTA_EXCEEDED : Exceeded quota for sending verification codes.")
+        #expect((tripped.header("retry-after").flatMap(Int.init) ?? 0) >= 43_000)
+        #expect(try await send("+15555550198").errorMessage?.hasPrefix("QUOTA_EXCEEDED") == true)
+        // Other prefixes are unaffected.
+        #expect(try await send("+15556550100").status == 200)
+        let listed = try await stack.admin(["limits", "blocks", "list"])
+        #expect(listed.contains("test-project\t+155555\tuntil"))
+        #expect(stack.api!.output.contains("possible SMS pumping"))
+        _ = try await stack.admin(["limits", "blocks", "lift", "+155555", "--project", TestConfiguration.projectID])
+        #expect(try await stack.admin(["limits", "blocks", "list"]).contains("0 active prefix block(s)"))
+        #expect(try await send("+15555550199").status == 200)
 
-            for _ in 0..<2 { _ = try await send("+15555550100") }
-            #expect(try await send("+15555550100").errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
-            let shown = try await admin(stack, ["limits", "show", "number", "+15555550100"])
-            #expect(shown.contains("test-project\t3/1h\tremaining=0"))
-            #expect(try await admin(stack, ["limits", "reset", "number", "+15555550100"]).contains("reset 1 limit key(s)"))
-            #expect(try await send("+15555550100").status == 200)
-        } catch {
-            await stack.stop()
-            throw error
+        for _ in 0..<2 { _ = try await send("+15555550100") }
+        #expect(try await send("+15555550100").errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
+        let shown = try await stack.admin(["limits", "show", "number", "+15555550100"])
+        #expect(shown.contains("test-project\t3/1h\tremaining=0"))
+        #expect(try await stack.admin(["limits", "reset", "number", "+15555550100"]).contains("reset 1 limit key(s)"))
+        #expect(try await send("+15555550100").status == 200)
         }
-        await stack.stop()
     }
 
-    func admin(_ stack: StackHarness, _ arguments: [String]) async throws -> String {
-        let process = try HeraldProcess("herald-admin", arguments: arguments + ["--config", stack.configPath], logDirectory: stack.settings.stateDir)
-        let status = await process.waitForExit(timeout: .seconds(30))
-        guard status == 0 else { throw TestFailure("herald-admin \(arguments) exited \(status):\n\(process.output)") }
-        return process.output
-    }
 }

@@ -34,6 +34,21 @@ final class StackHarness: @unchecked Sendable {
         client = HeraldClient(port: settings.apiPort)
     }
 
+    /// Runs `body` against a fresh stack and always tears it down (processes, queues, state directory).
+    static func run(
+        brokerURL: String = TestBroker.url, configure: (inout TestConfiguration) -> Void = { _ in },
+        _ body: (StackHarness) async throws -> Void
+    ) async throws {
+        let stack = try await StackHarness(brokerURL: brokerURL, configure)
+        do {
+            try await body(stack)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
     var topology: Topology { Topology(configuration: try! settings.parsed()) }
     var keys: HeraldKeys { HeraldKeys(master: Data(base64Encoded: settings.sealingKey!)!) }
 
@@ -73,6 +88,14 @@ final class StackHarness: @unchecked Sendable {
         guard reached else {
             throw TestFailure("gateway got \(gateway.received.count) of \(count) requests; worker output:\n\(workers.map(\.output).joined().suffix(4000))")
         }
+    }
+
+    /// Runs `herald-admin <arguments> --config <this stack's file>`; its output, or a failure with it.
+    func admin(_ arguments: [String]) async throws -> String {
+        let process = try HeraldProcess("herald-admin", arguments: arguments + ["--config", configPath], logDirectory: settings.stateDir)
+        let status = await process.waitForExit(timeout: .seconds(30))
+        guard status == 0 else { throw TestFailure("herald-admin \(arguments) exited \(status):\n\(process.output)") }
+        return process.output
     }
 
     /// The code in an SMS text (the first run of six digits).
