@@ -164,7 +164,7 @@ let package = Package(
         // test targets
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "HeraldRuntimeTests", dependencies: ["HeraldRuntime", "HeraldCore"], swiftSettings: swiftSettings),
+            name: "HeraldRuntimeTests", dependencies: ["HeraldRuntime", "HeraldCore", "HeraldTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldAMQPTests", dependencies: ["HeraldAMQP", "HeraldTesting"], swiftSettings: swiftSettings),
         .testTarget(

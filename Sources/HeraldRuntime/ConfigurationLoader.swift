@@ -41,11 +41,44 @@ public enum ConfigurationLoader {
             overrides[name] = try overrideValue(text, variable: name)
         }
         let session = ConfigReader.Session(environment: overrides)
-        let configuration = try HeraldConfiguration(reader: try ConfigReader(root: root, session: session))
+        var configuration = try HeraldConfiguration(reader: try ConfigReader(root: root, session: session))
         if let unknown = session.unusedEnvironment().first {
             throw ConfigError(key: unknown, problem: "environment variable matches no configuration key (HERALD_<UPPER_SNAKE_PATH>, e.g. HERALD_SMS_HTTP_URL)")
         }
+        configuration.sms.templates = try loadTemplates(directory: configuration.sms.templateDir)
         return configuration
+    }
+
+    /// Reads `<directory>/<locale>/<name>.txt` for every locale directory; `en` must hold every template.
+    static func loadTemplates(directory: String) throws -> TemplateCatalog {
+        let key = "sms.templateDir"
+        let files = FileManager.default
+        guard let locales = try? files.contentsOfDirectory(atPath: directory) else {
+            throw ConfigError(key: key, problem: "cannot read the template directory '\(directory)'")
+        }
+        var catalog: [String: [String: Template]] = [:]
+        for locale in locales.sorted() {
+            var isDirectory: ObjCBool = false
+            guard files.fileExists(atPath: directory + "/" + locale, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
+            guard locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+                throw ConfigError(key: key, problem: "'\(locale)' is not a locale directory name (en, de, pt-br …)")
+            }
+            for name in HeraldConfiguration.smsTemplateNames {
+                let path = "\(directory)/\(locale)/\(name).txt"
+                guard let data = files.contents(atPath: path) else { continue }
+                var text = String(decoding: data, as: UTF8.self)
+                while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+                do {
+                    catalog[locale, default: [:]][name] = try Template(text, allowed: HeraldConfiguration.smsTextPlaceholders)
+                } catch {
+                    throw ConfigError(key: key, problem: "\(path): \(error.problem)")
+                }
+            }
+        }
+        for name in HeraldConfiguration.smsTemplateNames where catalog[TemplateCatalog.defaultLocale]?[name] == nil {
+            throw ConfigError(key: key, problem: "\(directory)/\(TemplateCatalog.defaultLocale)/\(name).txt is missing (every lookup falls back to en)")
+        }
+        return TemplateCatalog(catalog)
     }
 
     /// An environment value: YAML flow syntax for lists and mappings (`["5/1h"]`, `{a: b}`), else a scalar.

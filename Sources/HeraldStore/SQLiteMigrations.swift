@@ -74,6 +74,29 @@ enum SQLiteMigrations {
         ALTER TABLE verification_sessions ADD COLUMN region TEXT NOT NULL DEFAULT '';
         CREATE INDEX verification_sessions_created ON verification_sessions (created_at_ms);
         """,
+        // 3: SMS segments per message; app verification (receipts, invalid device tokens); reentrant sends.
+        """
+        ALTER TABLE deliveries ADD COLUMN segments INTEGER;
+        ALTER TABLE deliveries ADD COLUMN encoding TEXT;
+        CREATE TABLE app_receipts (
+          receipt_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          bundle_id TEXT NOT NULL,
+          secret_hash TEXT NOT NULL,
+          device_token_hash TEXT NOT NULL,
+          created_at_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX app_receipts_created ON app_receipts (created_at_ms);
+        CREATE TABLE invalid_device_tokens (
+          token_hash TEXT PRIMARY KEY,
+          reason TEXT NOT NULL,
+          invalid_since_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        ALTER TABLE verification_sessions ADD COLUMN session_info_sealed TEXT;
+        ALTER TABLE verification_sessions ADD COLUMN client_key TEXT;
+        ALTER TABLE verification_sessions ADD COLUMN credential_hash TEXT;
+        CREATE INDEX verification_sessions_phone ON verification_sessions (project_id, phone_number, created_at_ms);
+        """,
     ]
 
     /// Applies missing steps in one transaction per step; safe when several processes start at once.

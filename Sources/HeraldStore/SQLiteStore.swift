@@ -221,6 +221,14 @@ public final class SQLiteStore: HeraldStoreProtocol {
         }
     }
 
+    public func recordSegments(jobID: UUID, segments: SMSSegments) async throws {
+        try await run { db in
+            try db.query(
+                "UPDATE deliveries SET segments = ?, encoding = ? WHERE job_id = ?",
+                [.integer(Int64(segments.segments)), .text(segments.encoding.rawValue), .text(jobID.uuidString.lowercased())])
+        }
+    }
+
     public func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)? {
         try await run { db in
             guard let row = try db.query(

@@ -34,6 +34,18 @@ public struct TestConfiguration: Sendable {
     public var providerRate = "1000/1s"
     public var trustedProxies: [String] = []
     public var regions = "{allow: [], deny: []}"
+    /// The `appVerification` section; off by default so tests of other features need no credential.
+    public var appVerification = "{required: false}"
+    public var originDomain: String? = nil
+    public var androidAppHash: String? = nil
+    public var iosBundleIds = ["com.example.herald"]
+    public var apnsURL: String? = nil
+    public var apnsCAFile: String? = nil
+    public var apnsKey: (id: String, team: String, file: String)? = nil
+
+    /// The repository's config/templates/sms, wherever the tests run from.
+    public static let templateDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("config/templates/sms").path
 
     public init() {}
 
@@ -56,7 +68,9 @@ public struct TestConfiguration: Sendable {
               - id: \(Self.projectID)
                 displayName: Herald Test
                 apiKeys: [\(Self.apiKey)]
-                phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions)}
+                iosBundleIds: [\(iosBundleIds.joined(separator: ", "))]
+                phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions), originDomain: \(originDomain ?? "null"), androidAppHash: \(androidAppHash.map { "\"\($0)\"" } ?? "null")}
+                appVerification: \(appVerification)
               - id: disabled-project
                 apiKeys: [\(Self.disabledAPIKey)]
                 phone: {enabled: false}
@@ -64,8 +78,12 @@ public struct TestConfiguration: Sendable {
             sms:
               provider: \(provider)
               perNumberSpacing: \(perNumberSpacing)
+              templateDir: "\(Self.templateDir)"
               http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}}
+            push:
+              apns: {url: \(apnsURL.map { "\"\($0)\"" } ?? "null"), caFile: \(apnsCAFile.map { "\"\($0)\"" } ?? "null"), keyId: \(apnsKey.map { "\"\($0.id)\"" } ?? "null"), teamId: \(apnsKey.map { "\"\($0.team)\"" } ?? "null"), keyFile: \(apnsKey.map { "\"\($0.file)\"" } ?? "null")}
             workers:
+              push: {concurrency: 8, retryDelays: [300ms, 1s], throttleDelays: [100ms], metricsPort: 0}
               sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], throttleDelays: [\(throttleDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
             """
     }

@@ -10,7 +10,9 @@ public protocol JobHandler: Sendable {
     /// Who receives the job (for the ledger and logs).
     func destination(of job: Job) -> String
     /// Renders and sends the job once.
-    func deliver(_ job: Job, now: Date) async -> DeliveryOutcome
+    func deliver(_ job: Job, now: Date) async -> DeliveryReport
+    /// The ISO region a job goes to, for per-country metrics ("" when not applicable).
+    func region(of job: Job) -> String
     /// Limits a send must pass first (provider throughput, spacing per destination); shared by every
     /// worker process through the store.
     func throttleChecks(for job: Job) -> [LimitCheck]
@@ -21,14 +23,14 @@ public struct SMSJobHandler: JobHandler {
     public let type = JobType.sms
     let channel: any DeliveryChannel
     let sealer: Sealer
-    let templates: [String: Template]
+    let templates: TemplateCatalog
     let providerRate: RatePolicy?
     let perNumberSpacing: Duration
 
     /// `providerRate` caps sends through `channel` across all workers (nil: unlimited);
     /// `perNumberSpacing` keeps SMS to one number apart (zero: off).
     public init(
-        channel: any DeliveryChannel, keys: HeraldKeys, templates: [String: Template], providerRate: RatePolicy? = nil,
+        channel: any DeliveryChannel, keys: HeraldKeys, templates: TemplateCatalog, providerRate: RatePolicy? = nil,
         perNumberSpacing: Duration = .zero
     ) {
         self.channel = channel
@@ -55,14 +57,19 @@ public struct SMSJobHandler: JobHandler {
         return message.to
     }
 
-    public func deliver(_ job: Job, now: Date) async -> DeliveryOutcome {
-        guard case .sms(let message) = job.payload else { return .permanent(reason: "not an sms job") }
+    public func region(of job: Job) -> String {
+        (try? PhoneNumber(parsing: destination(of: job)))?.region ?? ""
+    }
+
+    public func deliver(_ job: Job, now: Date) async -> DeliveryReport {
+        guard case .sms(let message) = job.payload else { return DeliveryReport(.permanent(reason: "not an sms job")) }
         let text: String
         switch render(message, job: job, now: now) {
         case .success(let rendered): text = rendered
-        case .failure(let reason): return .permanent(reason: reason.description)
+        case .failure(let reason): return DeliveryReport(.permanent(reason: reason.description))
         }
-        return await channel.deliver(OutgoingSMS(jobID: job.id, project: job.project, to: message.to, body: text, expiresAt: job.expiresAt))
+        let outcome = await channel.deliver(OutgoingSMS(jobID: job.id, project: job.project, to: message.to, body: text, expiresAt: job.expiresAt))
+        return DeliveryReport(outcome, segments: SMSSegments(text))
     }
 
     struct RenderFailure: Error, CustomStringConvertible {
@@ -77,7 +84,7 @@ public struct SMSJobHandler: JobHandler {
             }
             return .success(text)
         case .verification, .mfa:
-            guard let template = templates[message.template.rawValue] else {
+            guard let template = templates.template(message.template.rawValue, locale: job.locale)?.template else {
                 return .failure(RenderFailure(description: "no SMS template '\(message.template.rawValue)'"))
             }
             guard let sealed = message.params["codeSealed"] else {
@@ -90,7 +97,9 @@ public struct SMSJobHandler: JobHandler {
                 return .failure(RenderFailure(description: "params.codeSealed does not open with this codes.sealingKey (or was sealed for another job)"))
             }
             let minutes = max(1, Int((job.expiresAt.timeIntervalSince(now) / 60).rounded(.up)))
-            return .success(template.render(["code": code, "app": message.params["app"] ?? job.project, "minutes": String(minutes)]))
+            let text = template.render(["code": code, "app": message.params["app"] ?? job.project, "minutes": String(minutes)])
+            return .success(
+                SMSText.compose(text: text, code: code, androidAppHash: message.params["appHash"], originDomain: message.params["originDomain"]))
         }
     }
 }

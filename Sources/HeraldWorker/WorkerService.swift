@@ -239,9 +239,15 @@ public final class WorkerService: Service {
         }
 
         let started = ContinuousClock.now
-        let outcome = await handler.deliver(job, now: clock.now)
+        let report = await handler.deliver(job, now: clock.now)
         Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)]).record(duration: ContinuousClock.now - started)
-        await settle(delivery, job: job, attempt: attempt, outcome: outcome, logger: log, count: count)
+        if case .sent = report.outcome, let segments = report.segments {
+            try? await ledger.recordSegments(jobID: job.id, segments: segments)
+            Counter(
+                label: "herald_sms_segments_total", dimensions: [("country", handler.region(of: job)), ("encoding", segments.encoding.rawValue)]
+            ).increment(by: segments.segments)
+        }
+        await settle(delivery, job: job, attempt: attempt, outcome: report.outcome, logger: log, count: count)
     }
 
     /// True when a throttle refused the job and it was parked in a throttle queue (or dropped because

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldRuntime
+import HeraldTesting
 import Testing
 
 @Suite("Configuration loading and validation")
@@ -11,6 +12,7 @@ struct ConfigurationTests {
             apiKeys: [k1]
         sms:
           http: {url: "http://127.0.0.1:1/sms"}
+          templateDir: "\(TestConfiguration.templateDir)"
         """
 
     func problem(_ yaml: String, environment: [String: String] = [:]) -> ConfigError? {
@@ -57,7 +59,7 @@ struct ConfigurationTests {
         #expect(configuration.projects[0].phone.codeLength == 6)
         #expect(configuration.projects[0].displayName == "p1")
         #expect(configuration.devMode == false)
-        #expect(configuration.sms.templates["verification"]?.render(["code": "1", "app": "A"]) == "1 is your verification code for A.")
+        #expect(configuration.sms.templates.template("verification", locale: "de-AT")?.locale == "de")
     }
 
     @Test("an unknown key stops start-up naming the key and suggesting the right one")

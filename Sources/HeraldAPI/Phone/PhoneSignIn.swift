@@ -59,7 +59,7 @@ struct PhoneSignIn: Sendable {
             payload: .sms(
                 SMSMessage(
                     to: phone.e164, template: .verification,
-                    params: ["codeSealed": Sealer(key: keys.sealing).seal(code, jobID: jobID), "app": project.displayName])))
+                    params: Self.smsParams(project, sealedCode: Sealer(key: keys.sealing).seal(code, jobID: jobID)))))
         let session = VerificationSession(
             id: sessionID, projectID: project.id, phoneNumber: phone.e164, region: phone.region,
             codeHash: OneTimeCode.hash(code, session: sessionID, key: keys.codeHashing), createdAt: now, expiresAt: expiresAt,
@@ -199,6 +199,14 @@ struct PhoneSignIn: Sendable {
             label: "herald_api_verification_sends_total",
             dimensions: [("project", project.id), ("outcome", outcome), ("country", phone.region)]
         ).increment()
+    }
+
+    /// What the worker needs to render the SMS: the sealed code and the project's text settings.
+    static func smsParams(_ project: HeraldConfiguration.Project, sealedCode: String) -> [String: String] {
+        var params = ["codeSealed": sealedCode, "app": project.displayName]
+        if let domain = project.phone.originDomain { params["originDomain"] = domain }
+        if let hash = project.phone.androidAppHash { params["appHash"] = hash }
+        return params
     }
 
     static func parsePhone(_ text: String?) throws(HeraldError) -> PhoneNumber {

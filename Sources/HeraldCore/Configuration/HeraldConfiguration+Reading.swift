@@ -7,11 +7,8 @@ extension HeraldConfiguration {
     public static let gatewayBodyPlaceholders: Set<String> = ["to", "body", "reference", "expiresAt", "project"]
     /// Default gateway body: JSON, escaped as JSON strings.
     public static let defaultGatewayBody = #"{"to":"{{to}}","body":"{{body}}","reference":"{{reference}}"}"#
-    /// Default message texts.
-    public static let defaultSMSTexts = [
-        "verification": "{{code}} is your verification code for {{app}}.",
-        "mfa": "{{code}} is your second-factor code for {{app}}.",
-    ]
+    /// Message templates every locale directory may hold (`en` must hold all).
+    public static let smsTemplateNames = ["verification", "mfa"]
 
     /// Reads and validates every key; throws `ConfigError` naming the first bad or unknown key.
     public init(reader root: ConfigReader) throws {
@@ -138,20 +135,9 @@ extension HeraldConfiguration {
         if provider == "http", httpGateway.url == nil {
             throw sms.fail("http.url", "is required when sms.provider is http")
         }
-        var texts: [String: Template] = [:]
-        let configuredTexts = try sms.stringMap("templates")
-        for (name, text) in Self.defaultSMSTexts.merging(configuredTexts, uniquingKeysWith: { $1 }) {
-            guard Self.defaultSMSTexts[name] != nil else {
-                throw ConfigError(key: sms.keyPath("templates") + ".\(name)", problem: "unknown template (known: mfa, verification)")
-            }
-            do {
-                texts[name] = try Template(text, allowed: Self.smsTextPlaceholders)
-            } catch {
-                throw ConfigError(key: sms.keyPath("templates") + ".\(name)", problem: error.problem)
-            }
-        }
         self.sms = SMS(
-            provider: provider, http: httpGateway, templates: texts,
+            provider: provider, http: httpGateway, templateDir: try sms.string("templateDir", default: "config/templates/sms"),
+            templates: TemplateCatalog([:]),
             perNumberSpacing: try sms.duration("perNumberSpacing", default: .seconds(5), in: .zero ... .seconds(3600)))
         try sms.finish()
 
@@ -178,6 +164,13 @@ extension HeraldConfiguration {
             keyId: try apns.optionalString("keyId"), teamId: try apns.optionalString("teamId"),
             keyFile: try apns.optionalString("keyFile"),
             timeout: try apns.duration("timeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)))
+        if let url = self.push.apnsURL, url.hasPrefix("https://") == false {
+            throw apns.fail("url", "must be an https:// URL (APNs speaks HTTP/2 over TLS)")
+        }
+        let keyParts = [self.push.keyId, self.push.teamId, self.push.keyFile]
+        if keyParts.contains(where: { $0 != nil }), keyParts.contains(where: { $0 == nil }) {
+            throw apns.fail(self.push.keyId == nil ? "keyId" : self.push.teamId == nil ? "teamId" : "keyFile", "keyId, teamId and keyFile are set together")
+        }
         try apns.finish()
         try push.finish()
 
@@ -274,7 +267,16 @@ extension HeraldConfiguration.Project {
             codeTTL: try phone.duration("codeTTL", default: .seconds(300), in: .seconds(10) ... .seconds(86_400)),
             maxCheckAttempts: try phone.int("maxCheckAttempts", default: 5, in: 1...100),
             resendAfter: try phone.duration("resendAfter", default: .seconds(30), in: .zero ... .seconds(3600)),
-            testNumbers: testNumbers, regions: Regions(allow: allow, deny: deny))
+            testNumbers: testNumbers, regions: Regions(allow: allow, deny: deny),
+            originDomain: try phone.optionalString("originDomain"), androidAppHash: try phone.optionalString("androidAppHash"))
+        if let domain = self.phone.originDomain,
+            domain.isEmpty || domain.contains(where: { $0 == " " || $0 == "@" || $0 == "#" || $0 == "/" })
+        {
+            throw phone.fail("originDomain", "must be a bare host name such as example.com")
+        }
+        if let hash = self.phone.androidAppHash, hash.count != 11 || hash.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/") }) == false {
+            throw phone.fail("androidAppHash", "must be the 11-character SMS Retriever hash of the app")
+        }
         try phone.finish()
 
         let emailLink = try reader.section("emailLink")
@@ -303,9 +305,15 @@ extension HeraldConfiguration.Project {
             disabledForTesting: try verification.bool("disabledForTesting", default: false),
             receiptTTL: try verification.duration("receiptTTL", default: .seconds(3600), in: .seconds(60) ... .seconds(86_400)),
             pushTTL: try verification.duration("pushTTL", default: .seconds(300), in: .seconds(10) ... .seconds(3600)),
+            suggestedTimeout: try verification.duration("suggestedTimeout", default: .seconds(5), in: .seconds(1) ... .seconds(60)),
             captchaVerifyUrl: try captcha.optionalString("verifyUrl"),
             captchaSecret: try captcha.optionalString("secret"),
-            captchaMinScore: try captcha.double("minScore", default: 0.5, in: 0...1))
+            captchaMinScore: try captcha.double("minScore", default: 0.5, in: 0...1),
+            captchaSiteKey: try captcha.optionalString("siteKey"))
+        if let url = self.appVerification.captchaVerifyUrl {
+            guard url.hasPrefix("https://") || url.hasPrefix("http://") else { throw captcha.fail("verifyUrl", "must be an http(s):// URL") }
+            guard self.appVerification.captchaSecret != nil else { throw captcha.fail("secret", "is required with verifyUrl") }
+        }
         try captcha.finish()
         try verification.finish()
         try reader.finish()

@@ -118,11 +118,15 @@ public struct HeraldConfiguration: Sendable {
             public var resendAfter: Duration
             /// Fictional numbers (E.164) with fixed codes: no SMS, no job.
             public var testNumbers: [String: String]
-            /// SMS region policy (not yet used).
+            /// SMS region policy.
             public var regions: Regions
+            /// Domain for the origin-bound one-time-code line (`@example.com #123456`) appended to SMS.
+            public var originDomain: String?
+            /// The app's 11-character Android SMS Retriever hash, appended on its own line.
+            public var androidAppHash: String?
         }
 
-        /// `projects[].phone.regions` (not yet used).
+        /// `projects[].phone.regions`.
         public struct Regions: Sendable {
             public var allow: [String]
             public var deny: [String]
@@ -153,15 +157,25 @@ public struct HeraldConfiguration: Sendable {
             public var phone: String
         }
 
-        /// `projects[].appVerification` (not yet used).
+        /// `projects[].appVerification`: proof that a send comes from the real app.
         public struct AppVerification: Sendable {
+            /// False skips app verification entirely (server-to-server use; weaker).
             public var required: Bool
+            /// Test numbers need no app credential.
             public var disabledForTesting: Bool
+            /// How long an iOS receipt/secret pair may be reused.
             public var receiptTTL: Duration
+            /// `apns-expiration` of the silent push.
             public var pushTTL: Duration
+            /// How long the iOS SDK waits for the push (`suggestedTimeout`).
+            public var suggestedTimeout: Duration
+            /// A siteverify-compatible endpoint (reCAPTCHA, hCaptcha, Turnstile); nil = captcha refused.
             public var captchaVerifyUrl: String?
             public var captchaSecret: String?
+            /// Minimum reCAPTCHA-style score, applied only when the answer carries one.
             public var captchaMinScore: Double
+            /// A reCAPTCHA Enterprise site key: `recaptchaConfig` then tells SDKs to ENFORCE it.
+            public var captchaSiteKey: String?
         }
     }
 
@@ -198,8 +212,10 @@ public struct HeraldConfiguration: Sendable {
         /// `http` (generic gateway) or `console` (prints messages; devMode only).
         public var provider: String
         public var http: HTTPGateway
-        /// Message texts by template name (`verification`, `mfa`).
-        public var templates: [String: Template]
+        /// Directory of message texts per locale (`<dir>/<locale>/verification.txt`).
+        public var templateDir: String
+        /// The texts, loaded from `templateDir` by `ConfigurationLoader`.
+        public var templates: TemplateCatalog
         /// Minimum time between two SMS to one number (workers delay the later one); zero disables.
         public var perNumberSpacing: Duration
 
@@ -228,7 +244,7 @@ public struct HeraldConfiguration: Sendable {
         public var timeout: Duration
     }
 
-    /// `push` (not yet used).
+    /// `push.apns`: the provider key and where to reach APNs.
     public struct Push: Sendable {
         public var apnsURL: String?
         public var caFile: String?

@@ -47,3 +47,15 @@ public enum DeliveryClaim: Sendable, Equatable {
     /// The job already reached a final status; acknowledge and move on.
     case finished(DeliveryStatus)
 }
+
+/// One delivery attempt as a handler reports it: the outcome, and for SMS how the text was encoded
+/// (providers bill per segment, so workers record it per message and sum it per country).
+public struct DeliveryReport: Sendable, Equatable {
+    public var outcome: DeliveryOutcome
+    public var segments: SMSSegments?
+
+    public init(_ outcome: DeliveryOutcome, segments: SMSSegments? = nil) {
+        self.outcome = outcome
+        self.segments = segments
+    }
+}

@@ -28,11 +28,13 @@ public struct Job: Sendable, Equatable {
     /// Per-type content.
     public enum Payload: Sendable, Equatable {
         case sms(SMSMessage)
+        case push(PushMessage)
     }
 
     public var type: JobType {
         switch payload {
         case .sms: .sms
+        case .push: .push
         }
     }
 
@@ -67,5 +69,29 @@ public struct SMSMessage: Sendable, Equatable {
         self.to = to
         self.template = template
         self.params = params
+    }
+}
+
+/// A silent push that proves the request comes from the real app: the receipt and (sealed) secret the
+/// iOS SDK hands back with its next `sendVerificationCode`.
+public struct PushMessage: Sendable, Equatable {
+    /// APNs host family, from the client's `isSandbox`.
+    public enum Environment: String, Sendable, CaseIterable {
+        case sandbox, production
+    }
+
+    /// The APNs device token, lowercase hex.
+    public var deviceToken: String
+    public var environment: Environment
+    /// `apns-topic`: the app's bundle id.
+    public var topic: String
+    /// Receipt (not secret) and `secretSealed`.
+    public var payload: [String: String]
+
+    public init(deviceToken: String, environment: Environment, topic: String, payload: [String: String]) {
+        self.deviceToken = deviceToken
+        self.environment = environment
+        self.topic = topic
+        self.payload = payload
     }
 }

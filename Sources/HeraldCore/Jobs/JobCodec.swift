@@ -21,6 +21,10 @@ public enum JobCodec {
         var to: String?
         var template: String?
         var params: [String: String]?
+        var deviceToken: String?
+        var environment: String?
+        var topic: String?
+        var payload: [String: String]?
     }
 
     public static func encode(_ job: Job) -> Data {
@@ -33,6 +37,11 @@ public enum JobCodec {
             wire.to = message.to
             wire.template = message.template.rawValue
             wire.params = message.params
+        case .push(let message):
+            wire.deviceToken = message.deviceToken
+            wire.environment = message.environment.rawValue
+            wire.topic = message.topic
+            wire.payload = message.payload
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -72,7 +81,17 @@ public enum JobCodec {
                     problem: "unknown (expected \(SMSMessage.Template.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             payload = .sms(SMSMessage(to: to, template: template, params: wire.params ?? [:]))
-        case .email, .push, .apple:
+        case .push:
+            let token = try required(wire.deviceToken, "deviceToken")
+            guard token.count >= 32, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+                throw DecodingError(field: "deviceToken", problem: "not a hex APNs device token")
+            }
+            guard let environment = PushMessage.Environment(rawValue: try required(wire.environment, "environment")) else {
+                throw DecodingError(field: "environment", problem: "must be sandbox or production")
+            }
+            payload = .push(
+                PushMessage(deviceToken: token.lowercased(), environment: environment, topic: try required(wire.topic, "topic"), payload: wire.payload ?? [:]))
+        case .email, .apple:
             throw DecodingError(field: "type", problem: "'\(typeName)' jobs are not supported by this version")
         case nil:
             throw DecodingError(field: "type", problem: "unknown job type '\(typeName)'")

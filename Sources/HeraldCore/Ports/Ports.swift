@@ -109,6 +109,8 @@ public protocol DeliveryLedger: Sendable {
     ) async throws -> DeliveryClaim
     /// Records where the job ended up (or that it waits for a retry), with a reason for operators.
     func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws
+    /// Records how a sent SMS was encoded.
+    func recordSegments(jobID: UUID, segments: SMSSegments) async throws
     /// The current status and reason of a job, if known.
     func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)?
 }

@@ -1,0 +1,65 @@
+/// How an SMS text is encoded on the air and how many segments it costs (3GPP TS 23.038).
+///
+/// A text in the GSM-7 default alphabet (extension characters cost two septets) fits 160 septets in
+/// one segment and 153 per segment when concatenated; one character outside it makes the whole text
+/// UCS-2: 70 UTF-16 units in one segment, 67 per segment when concatenated. Escape pairs and surrogate
+/// pairs are never split across segments. Providers bill per segment, so operators watch this.
+public struct SMSSegments: Sendable, Equatable {
+    public enum Encoding: String, Sendable {
+        case gsm7 = "GSM-7"
+        case ucs2 = "UCS-2"
+    }
+
+    public let encoding: Encoding
+    /// Septets (GSM-7) or UTF-16 code units (UCS-2).
+    public let units: Int
+    public let segments: Int
+
+    /// The GSM 03.38 default alphabet (one septet each).
+    static let basic: Set<Character> = Set(
+        "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà")
+    /// The extension table (escape + character: two septets each).
+    static let extended: Set<Character> = Set("^{}\\[~]|€\u{0C}")
+
+    public init(_ text: String) {
+        var septets: [Int] = []
+        var isGSM = true
+        for character in text {
+            if Self.basic.contains(character) {
+                septets.append(1)
+            } else if Self.extended.contains(character) {
+                septets.append(2)
+            } else {
+                isGSM = false
+                break
+            }
+        }
+        if isGSM {
+            encoding = .gsm7
+            units = septets.reduce(0, +)
+            segments = Self.pack(septets, single: 160, multi: 153)
+        } else {
+            encoding = .ucs2
+            let sizes = text.unicodeScalars.map { $0.value > 0xFFFF ? 2 : 1 }
+            units = sizes.reduce(0, +)
+            segments = Self.pack(sizes, single: 70, multi: 67)
+        }
+    }
+
+    /// Greedy packing of indivisible items into segments.
+    static func pack(_ sizes: [Int], single: Int, multi: Int) -> Int {
+        let total = sizes.reduce(0, +)
+        if total == 0 { return 1 }
+        if total <= single { return 1 }
+        var segments = 1
+        var used = 0
+        for size in sizes {
+            if used + size > multi {
+                segments += 1
+                used = 0
+            }
+            used += size
+        }
+        return segments
+    }
+}
