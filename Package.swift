@@ -89,7 +89,7 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAMQP",
+                "HeraldCore", "HeraldStore", "HeraldAMQP", "HeraldCurl",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAMQP
 import HTTPTypes
 import HeraldCore
+import HeraldCurl
 import HeraldStore
 import Hummingbird
 import Logging
@@ -81,13 +82,16 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
             allowHeaders: [.contentType, .authorization, HTTPField.Name("x-goog-api-key")!, HTTPField.Name("x-client-version")!,
                            HTTPField.Name("x-firebase-locale")!, HTTPField.Name("x-firebase-gmpid")!, HTTPField.Name("x-ios-bundle-identifier")!],
             allowMethods: [.get, .post, .options]))
+    let verifier = AppVerifier(
+        store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
+        captcha: CaptchaVerifier(client: CurlClient(logger: logger), logger: logger), clock: dependencies.clock, logger: logger)
     let phone = PhoneSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, tokens: dependencies.tokens,
-        limits: configuration.limits, clock: dependencies.clock, logger: logger)
+        limits: configuration.limits, verifier: verifier, clock: dependencies.clock, logger: logger)
     let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
     IdentityToolkitRoutes(
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
-        refresh: refresh
+        verifier: verifier, refresh: refresh
     ).register(on: router)
 
     let jwks = dependencies.tokens.jwksDocument
@@ -128,6 +132,7 @@ struct StoreMaintenance: Service {
                 let now = Date()
                 _ = try await store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400))
                 _ = try await store.purgeRates(before: now.microsecondsSince1970)
+                _ = try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(-86_400))
                 for entry in try await store.conversion(since: now.addingTimeInterval(-3600)) {
                     let dimensions = [("country", entry.region)]
                     Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)

@@ -45,8 +45,9 @@ public final class SQLiteStore: HeraldStoreProtocol {
             try db.query(
                 """
                 INSERT INTO verification_sessions
-                  (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region,
+                   session_info_sealed, client_key, credential_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(session.id), .text(session.projectID), .text(session.phoneNumber), .blob(session.codeHash),
@@ -54,6 +55,8 @@ public final class SQLiteStore: HeraldStoreProtocol {
                     .integer(Int64(session.attempts)), .integer(Int64(session.maxAttempts)),
                     session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
                     session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, .text(session.region),
+                    session.sessionInfoSealed.map(SQLiteValue.text) ?? .null, session.clientKey.map(SQLiteValue.text) ?? .null,
+                    session.credentialHash.map(SQLiteValue.text) ?? .null,
                 ])
         }
     }
@@ -65,7 +68,7 @@ public final class SQLiteStore: HeraldStoreProtocol {
     }
 
     private static let sessionColumns =
-        "id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region"
+        "id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region, session_info_sealed, client_key, credential_hash"
 
     public func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation? {
         try await run { db in
@@ -99,15 +102,38 @@ public final class SQLiteStore: HeraldStoreProtocol {
         }
     }
 
+    public func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession? {
+        try await run { db in
+            try db.query(
+                """
+                SELECT \(Self.sessionColumns) FROM verification_sessions
+                WHERE project_id = ? AND phone_number = ? AND consumed_at_ms IS NULL
+                ORDER BY created_at_ms DESC LIMIT 1
+                """, [.text(projectID), .text(phoneNumber)]
+            ).first.map(Self.session)
+        }
+    }
+
+    public func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws {
+        try await run { db in
+            try db.query(
+                """
+                UPDATE verification_sessions SET consumed_at_ms = ?
+                WHERE project_id = ? AND phone_number = ? AND id <> ? AND consumed_at_ms IS NULL
+                """, [.integer(date.millisecondsSince1970), .text(projectID), .text(phoneNumber), .text(keeping)])
+        }
+    }
+
     static func session(_ row: [SQLiteValue]) throws -> VerificationSession {
-        guard row.count == 11, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
+        guard row.count == 14, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
             let hash = row[3].data, let created = row[4].int, let expires = row[5].int, let attempts = row[6].int,
             let maxAttempts = row[7].int
         else { throw StoreError(code: -1, message: "malformed verification_sessions row") }
         return VerificationSession(
             id: id, projectID: project, phoneNumber: phone, codeHash: hash, createdAt: .init(milliseconds: created),
             expiresAt: .init(milliseconds: expires), attempts: Int(attempts), maxAttempts: Int(maxAttempts),
-            consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(uuidString:)))
+            consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(uuidString:)),
+            sessionInfoSealed: row[11].string, clientKey: row[12].string, credentialHash: row[13].string)
             .with(region: row[10].string ?? "")
     }
 

@@ -19,6 +19,8 @@ public struct TestConfiguration: Sendable {
     public var throttleDelays = ["100ms", "250ms", "1s", "5s"]
     public var codeTTL = "5m"
     public var maxCheckAttempts = 3
+    /// `phone.resendAfter`; zero so tests that send twice get two codes (reentrancy tests set it).
+    public var resendAfter = "0s"
     public var phoneEnabled = true
     public var testNumbers: [String: String] = ["+16505553434": "654321"]
     public var sealingKey: String? = Data(SecureRandom.bytes(32)).base64EncodedString()
@@ -69,7 +71,7 @@ public struct TestConfiguration: Sendable {
                 displayName: Herald Test
                 apiKeys: [\(Self.apiKey)]
                 iosBundleIds: [\(iosBundleIds.joined(separator: ", "))]
-                phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions), originDomain: \(originDomain ?? "null"), androidAppHash: \(androidAppHash.map { "\"\($0)\"" } ?? "null")}
+                phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), resendAfter: \(resendAfter), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions), originDomain: \(originDomain ?? "null"), androidAppHash: \(androidAppHash.map { "\"\($0)\"" } ?? "null")}
                 appVerification: \(appVerification)
               - id: disabled-project
                 apiKeys: [\(Self.disabledAPIKey)]

@@ -58,7 +58,8 @@ struct CurlClientTests {
             #expect(error.kind == .failedAfterSending)
             #expect(error.code == 28)
         }
-        #expect(gateway.received.count == 1)
+        // The request left: the server sees it (possibly a moment after the client gave up).
+        #expect(await eventually { gateway.received.count == 1 })
     }
 
     @Test("many requests run concurrently on one loop")

@@ -11,10 +11,12 @@ struct PhoneSignIn: Sendable {
     let keys: HeraldKeys
     let tokens: TokenIssuer
     let limits: HeraldConfiguration.Limits
+    let verifier: AppVerifier
     let clock: any WallClock
     let logger: Logger
 
     var limiter: RateLimiter { RateLimiter(store: store) }
+    var sealer: Sealer { Sealer(key: keys.sealing) }
 
     /// What a successful sign-in returns.
     struct SignedIn: Encodable {
@@ -26,73 +28,101 @@ struct PhoneSignIn: Sendable {
         var phoneNumber: String
     }
 
-    /// Validates the number, creates a session and, unless it is a test number, publishes the SMS job;
-    /// returns the sessionInfo only once the broker confirmed the job.
-    func sendVerificationCode(
-        project: HeraldConfiguration.Project, body: WireBody, locale: String?, traceparent: TraceParent, clientKey: String?
-    ) async throws -> String {
+    /// Where a send request came from, as app verification and limits need it.
+    struct Origin {
+        var clientKey: String?
+        var remoteIP: String?
+        var bundleID: String?
+        var locale: String?
+        var traceparent: TraceParent
+    }
+
+    /// Validates the number and the app credential, hands back the open session for a reentrant send,
+    /// otherwise admits the send under the limits, creates a session and (unless it is a test number)
+    /// publishes the SMS job; returns the sessionInfo only once the broker confirmed the job.
+    func sendVerificationCode(project: HeraldConfiguration.Project, body: WireBody, origin: Origin) async throws -> String {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
         let phone = try Self.parsePhone(body.string("phoneNumber"))
+        let fixedCode = project.phone.testNumbers[phone.e164]
+        let verdict = try await verifier.check(project: project, body: body, bundleID: origin.bundleID, isTestNumber: fixedCode != nil)
         let now = clock.now
+
+        if let open = try await store.latestOpenSession(projectID: project.id, phoneNumber: phone.e164),
+            ReentrantSend.canReuse(
+                open, now: now, resendAfter: project.phone.resendAfter, clientKey: origin.clientKey, credentialHash: verdict.credentialHash),
+            let sealed = open.sessionInfoSealed, let token = try? sealer.open(sealed, context: Self.sealingContext(open.id))
+        {
+            count(project, "reentrant", phone)
+            logger.info("reentrant send: the open session is returned, nothing is sent", metadata: ["project": .string(project.id), "phone": .string(phone.masked)])
+            return token
+        }
+        if let captchaToken = verdict.pendingCaptcha {
+            try await verifier.verifyCaptcha(captchaToken, project: project, remoteIP: origin.remoteIP)
+        }
+
         let token = SessionToken.generate()
         let sessionID = SessionToken.storageID(for: token)
+        func session(code: String, jobID: UUID?) -> VerificationSession {
+            VerificationSession(
+                id: sessionID, projectID: project.id, phoneNumber: phone.e164, region: phone.region,
+                codeHash: OneTimeCode.hash(code, session: sessionID, key: keys.codeHashing), createdAt: now,
+                expiresAt: now.adding(project.phone.codeTTL), maxAttempts: project.phone.maxCheckAttempts, jobID: jobID,
+                sessionInfoSealed: sealer.seal(token, context: Self.sealingContext(sessionID)), clientKey: origin.clientKey,
+                credentialHash: verdict.credentialHash)
+        }
 
-        if let fixed = project.phone.testNumbers[phone.e164] {
+        if let fixedCode {
             // Fictional number: fixed code, no job, no SMS, no quota.
-            try await store.insertSession(
-                VerificationSession(
-                    id: sessionID, projectID: project.id, phoneNumber: phone.e164,
-                    codeHash: OneTimeCode.hash(fixed, session: sessionID, key: keys.codeHashing), createdAt: now,
-                    expiresAt: now.adding(project.phone.codeTTL), maxAttempts: project.phone.maxCheckAttempts))
+            try await store.insertSession(session(code: fixedCode, jobID: nil))
             count(project, "test_number", phone)
             logger.info("verification session for a test number", metadata: ["project": .string(project.id), "phone": .string(phone.masked)])
             return token
         }
 
-        let admitted = try await admit(project: project, phone: phone, clientKey: clientKey, now: now)
+        let admitted = try await admit(project: project, phone: phone, clientKey: origin.clientKey, now: now)
         let code = OneTimeCode.generate(length: project.phone.codeLength)
-        let expiresAt = now.adding(project.phone.codeTTL)
         let jobID = UUID()
         let job = Job(
-            id: jobID, project: project.id, createdAt: now, expiresAt: expiresAt, locale: locale,
+            id: jobID, project: project.id, createdAt: now, expiresAt: now.adding(project.phone.codeTTL), locale: origin.locale,
             payload: .sms(
                 SMSMessage(
                     to: phone.e164, template: .verification,
                     params: Self.smsParams(project, sealedCode: Sealer(key: keys.sealing).seal(code, jobID: jobID)))))
-        let session = VerificationSession(
-            id: sessionID, projectID: project.id, phoneNumber: phone.e164, region: phone.region,
-            codeHash: OneTimeCode.hash(code, session: sessionID, key: keys.codeHashing), createdAt: now, expiresAt: expiresAt,
-            maxAttempts: project.phone.maxCheckAttempts, jobID: job.id)
 
-        try await store.insertSession(session)
-        try await store.recordPending(jobID: job.id, projectID: project.id, type: .sms, destination: phone.e164, now: now)
+        try await store.insertSession(session(code: code, jobID: jobID))
+        try await store.recordPending(jobID: jobID, projectID: project.id, type: .sms, destination: phone.e164, now: now)
         let started = ContinuousClock.now
         do {
-            try await publisher.publish(job, traceparent: traceparent)
+            try await publisher.publish(job, traceparent: origin.traceparent)
         } catch {
             // No confirm: the client is told, and no session claims an SMS was sent.
             try? await store.deleteSession(id: sessionID)
-            try? await store.recordDelivery(jobID: job.id, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
+            try? await store.recordDelivery(jobID: jobID, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
             // Nothing was sent: the attempt does not count against the client's limits.
             try? await limiter.refund(admitted, now: clock.now)
             count(project, "unavailable", phone)
             logger.error(
                 "verification job not confirmed by the broker",
-                metadata: ["project": .string(project.id), "job.id": .string(job.id.uuidString.lowercased()), "error": .string("\(error)")])
+                metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "error": .string("\(error)")])
             throw HeraldError(
                 .unavailable, "The verification code could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
         }
         Timer(label: "herald_api_publish_confirm_seconds").record(duration: ContinuousClock.now - started)
+        // A new code is out: earlier codes for this number stop working.
+        try? await store.invalidateSessions(projectID: project.id, phoneNumber: phone.e164, keeping: sessionID, at: now)
         count(project, "queued", phone)
         logger.info(
             "verification code queued",
             metadata: [
-                "project": .string(project.id), "job.id": .string(job.id.uuidString.lowercased()),
-                "phone": .string(phone.masked), "traceparent": .string(traceparent.description),
+                "project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()),
+                "phone": .string(phone.masked), "traceparent": .string(origin.traceparent.description),
             ])
         return token
     }
+
+    /// What sessionInfo is sealed to, so a sealed value cannot be moved to another session.
+    static func sealingContext(_ sessionID: String) -> String { "session:" + sessionID }
 
     /// Spends one attempt of the session and, with the right code, signs the number's user in.
     func signIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> SignedIn {

@@ -10,6 +10,7 @@ struct IdentityToolkitRoutes: Sendable {
     let resolver: ProjectResolver
     let trustedProxies: [IPNetwork]
     let phone: PhoneSignIn
+    let verifier: AppVerifier
     let refresh: TokenRefresh
 
     /// Legacy relyingparty names → v1 operations.
@@ -29,7 +30,7 @@ struct IdentityToolkitRoutes: Sendable {
     /// Operations SDKs call that later releases implement: 501, so a client sees what is missing.
     static let plannedOperations: Set<String> = [
         "accounts:sendOobCode", "accounts:signInWithEmailLink", "accounts:createAuthUri", "accounts:signInWithIdp",
-        "accounts:lookup", "accounts:update", "accounts:delete", "accounts:verifyIosClient",
+        "accounts:lookup", "accounts:update", "accounts:delete",
     ]
 
     func register(on router: Router<HeraldRequestContext>) {
@@ -44,6 +45,12 @@ struct IdentityToolkitRoutes: Sendable {
             guard let operation = Self.legacyNames[name] else { throw HeraldError(.notFound) }
             return try await handle(operation: operation, request, context)
         }
+        for path in ["/identitytoolkit.googleapis.com/v2/recaptchaConfig", "/v2/recaptchaConfig"] {
+            router.get(RouterPath(path)) { request, _ in
+                let project = try resolver.project(for: request)
+                return JSONWire.response(RecaptchaConfig(project: project))
+            }
+        }
         router.post("/securetoken.googleapis.com/v1/token") { request, context in
             let project = try resolver.project(for: request)
             let body = try await Self.body(of: request, context)
@@ -56,14 +63,14 @@ struct IdentityToolkitRoutes: Sendable {
         switch operation {
         case "accounts:sendVerificationCode":
             let body = try await Self.body(of: request, context)
-            let traceparent = request.headers[HTTPField.Name("traceparent")!].flatMap(TraceParent.init(header:))?.child() ?? .random()
-            let locale = request.headers[HTTPField.Name("x-firebase-locale")!] ?? body.string("languageCode")
-            let client = ClientAddress.resolve(
-                peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("x-forwarded-for")!],
-                trustedProxies: trustedProxies)
-            let sessionInfo = try await phone.sendVerificationCode(
-                project: project, body: body, locale: locale, traceparent: traceparent, clientKey: client?.limitKey)
+            let sessionInfo = try await phone.sendVerificationCode(project: project, body: body, origin: origin(of: request, context, body: body))
             return JSONWire.response(["sessionInfo": sessionInfo] as [String: String])
+        case "accounts:verifyIosClient":
+            let body = try await Self.body(of: request, context)
+            let origin = origin(of: request, context, body: body)
+            let answer = try await verifier.verifyIosClient(
+                project: project, body: body, bundleID: origin.bundleID, clientKey: origin.clientKey, traceparent: origin.traceparent)
+            return JSONWire.response(["receipt": answer.receipt, "suggestedTimeout": answer.suggestedTimeout] as [String: String])
         case "accounts:signInWithPhoneNumber":
             let body = try await Self.body(of: request, context)
             return JSONWire.response(try await phone.signIn(project: project, body: body))
@@ -74,8 +81,41 @@ struct IdentityToolkitRoutes: Sendable {
         }
     }
 
+    func origin(of request: Request, _ context: HeraldRequestContext, body: WireBody) -> PhoneSignIn.Origin {
+        let client = ClientAddress.resolve(
+            peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("x-forwarded-for")!],
+            trustedProxies: trustedProxies)
+        return PhoneSignIn.Origin(
+            clientKey: client?.limitKey, remoteIP: client?.description,
+            bundleID: request.headers[HTTPField.Name("x-ios-bundle-identifier")!],
+            locale: request.headers[HTTPField.Name("x-firebase-locale")!] ?? body.string("languageCode"),
+            traceparent: request.headers[HTTPField.Name("traceparent")!].flatMap(TraceParent.init(header:))?.child() ?? .random())
+    }
+
     static func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
         let buffer = try await request.body.collect(upTo: 64 * 1024)
         return try WireBody.parse(buffer, contentType: request.headers[.contentType])
+    }
+}
+
+/// `GET …/v2/recaptchaConfig`: what the iOS SDK reads before phone sign-in. With a reCAPTCHA
+/// Enterprise site key configured the phone provider is ENFORCE (the SDK then sends `captchaResponse`);
+/// otherwise OFF, and the SDK runs the silent-push handshake with the classic reCAPTCHA fallback.
+struct RecaptchaConfig: Encodable {
+    struct State: Encodable {
+        var provider: String
+        var enforcementState: String
+    }
+
+    var recaptchaKey: String?
+    var recaptchaEnforcementState: [State]
+
+    init(project: HeraldConfiguration.Project) {
+        let key = project.appVerification.captchaSiteKey
+        recaptchaKey = key.map { "projects/\(project.id)/keys/\($0)" }
+        recaptchaEnforcementState = [
+            State(provider: "PHONE_PROVIDER", enforcementState: key == nil ? "OFF" : "ENFORCE"),
+            State(provider: "EMAIL_PASSWORD_PROVIDER", enforcementState: "OFF"),
+        ]
     }
 }

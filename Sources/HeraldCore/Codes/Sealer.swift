@@ -17,19 +17,29 @@ public struct Sealer: Sendable {
         self.key = key
     }
 
-    /// `nonce ‖ ciphertext ‖ tag`, base64.
+    /// `nonce ‖ ciphertext ‖ tag`, base64, bound to the job.
     public func seal(_ secret: String, jobID: UUID) -> String {
-        // AES-GCM with a fresh random nonce cannot fail for a 256-bit key.
-        let box = try! AES.GCM.seal(Data(secret.utf8), using: key, authenticating: Data(jobID.uuidString.lowercased().utf8))
-        return box.combined!.base64EncodedString()
+        seal(secret, context: jobID.uuidString.lowercased())
     }
 
     /// The secret sealed for `jobID`.
     public func open(_ sealed: String, jobID: UUID) throws(OpenError) -> String {
+        try open(sealed, context: jobID.uuidString.lowercased())
+    }
+
+    /// `nonce ‖ ciphertext ‖ tag`, base64, bound to `context` (authenticated, not encrypted).
+    public func seal(_ secret: String, context: String) -> String {
+        // AES-GCM with a fresh random nonce cannot fail for a 256-bit key.
+        let box = try! AES.GCM.seal(Data(secret.utf8), using: key, authenticating: Data(context.utf8))
+        return box.combined!.base64EncodedString()
+    }
+
+    /// The secret sealed for `context`.
+    public func open(_ sealed: String, context: String) throws(OpenError) -> String {
         do {
             guard let data = Data(base64Encoded: sealed) else { throw OpenError.invalid }
             let box = try AES.GCM.SealedBox(combined: data)
-            let plain = try AES.GCM.open(box, using: key, authenticating: Data(jobID.uuidString.lowercased().utf8))
+            let plain = try AES.GCM.open(box, using: key, authenticating: Data(context.utf8))
             guard let text = String(data: plain, encoding: .utf8) else { throw OpenError.invalid }
             return text
         } catch {

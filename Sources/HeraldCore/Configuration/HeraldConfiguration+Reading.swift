@@ -108,6 +108,7 @@ extension HeraldConfiguration {
             perPrefix: try limits.rateList("perPrefix", default: []),
             prefixDigits: try limits.int("prefixDigits", default: 6, in: 2...14),
             checksPerNumber: try limits.rateList("checksPerNumber", default: [RatePolicy(limit: 20, period: .seconds(3600))]),
+            pushesPerDevice: try limits.rateList("pushesPerDevice", default: [RatePolicy(limit: 3, period: .seconds(3600))]),
             pumping: try Self.pumping(try limits.section("pumping")))
         try limits.finish()
 

@@ -189,12 +189,14 @@ public struct HeraldConfiguration: Sendable {
         /// Digits after `+` (calling code included) that make a prefix, for `perPrefix` and pumping.
         public var prefixDigits: Int
         public var checksPerNumber: [RatePolicy]
+        /// Silent pushes (`verifyClient`) per device token.
+        public var pushesPerDevice: [RatePolicy]
         /// `limits.pumping`: per-prefix velocity blocks.
         public var pumping: PrefixVelocity.Settings
 
         public init(
             perNumber: [RatePolicy], perIP: [RatePolicy], perProject: [RatePolicy], perCountry: [RatePolicy], perPrefix: [RatePolicy],
-            prefixDigits: Int, checksPerNumber: [RatePolicy], pumping: PrefixVelocity.Settings
+            prefixDigits: Int, checksPerNumber: [RatePolicy], pushesPerDevice: [RatePolicy] = [], pumping: PrefixVelocity.Settings
         ) {
             self.perNumber = perNumber
             self.perIP = perIP
@@ -203,6 +205,7 @@ public struct HeraldConfiguration: Sendable {
             self.perPrefix = perPrefix
             self.prefixDigits = prefixDigits
             self.checksPerNumber = checksPerNumber
+            self.pushesPerDevice = pushesPerDevice
             self.pumping = pumping
         }
     }

@@ -58,6 +58,13 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let quotaExceeded = Code("QUOTA_EXCEEDED")
         public static let unsupportedTenantOperation = Code("UNSUPPORTED_TENANT_OPERATION")
 
+        // App verification.
+        public static let missingAppCredential = Code("MISSING_APP_CREDENTIAL")
+        public static let invalidAppCredential = Code("INVALID_APP_CREDENTIAL")
+        public static let captchaCheckFailed = Code("CAPTCHA_CHECK_FAILED")
+        public static let missingIOSAppToken = Code("MISSING_IOS_APP_TOKEN")
+        public static let missingIOSBundleID = Code("MISSING_IOS_BUNDLE_ID")
+
         // Tokens and accounts.
         public static let missingGrantType = Code("MISSING_GRANT_TYPE")
         public static let invalidGrantType = Code("INVALID_GRANT_TYPE")

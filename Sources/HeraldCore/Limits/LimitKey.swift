@@ -16,12 +16,14 @@ public enum LimitKind: String, Sendable, CaseIterable {
     case provider
     /// Spacing between SMS to one number, in workers.
     case spacing
+    /// Silent pushes to one device token (Apple throttles background pushes).
+    case device
 
     /// Identity Toolkit answers per-user limits with TOO_MANY_ATTEMPTS_TRY_LATER and shared quotas
     /// with QUOTA_EXCEEDED; SDKs show them differently.
     public var refusal: HeraldError.Code {
         switch self {
-        case .number, .ip, .checks, .spacing: .tooManyAttempts
+        case .number, .ip, .checks, .spacing, .device: .tooManyAttempts
         case .project, .country, .prefix, .provider: .quotaExceeded
         }
     }
@@ -37,6 +39,7 @@ public enum LimitKind: String, Sendable, CaseIterable {
         case .checks: "limits.checksPerNumber"
         case .provider: "sms.http.rate"
         case .spacing: "sms.perNumberSpacing"
+        case .device: "limits.pushesPerDevice"
         }
     }
 }
@@ -68,6 +71,14 @@ public struct LimitCheck: Sendable, Equatable {
         checks += limits.perPrefix.map {
             LimitCheck(kind: .prefix, scope: project, subject: phone.prefix(digits: limits.prefixDigits), policy: $0)
         }
+        return checks
+    }
+
+    /// The limits of one `verifyClient` (a silent push).
+    public static func forPush(project: String, deviceTokenHash: String, clientKey: String?, limits: HeraldConfiguration.Limits) -> [LimitCheck] {
+        var checks: [LimitCheck] = []
+        if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
+        checks += limits.pushesPerDevice.map { LimitCheck(kind: .device, scope: project, subject: deviceTokenHash, policy: $0) }
         return checks
     }
 

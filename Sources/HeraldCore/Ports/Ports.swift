@@ -86,6 +86,10 @@ public protocol VerificationStore: Sendable {
     func consumeSession(id: String, at: Date) async throws -> Bool
     /// Deletes sessions that expired before `date`; returns how many.
     func purgeSessions(expiredBefore date: Date) async throws -> Int
+    /// The newest unconsumed session for a number (reentrant sends).
+    func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession?
+    /// Ends every open session of a number except `keeping` (a new code was sent).
+    func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws
 }
 
 /// Accounts and refresh tokens.
@@ -116,7 +120,7 @@ public protocol DeliveryLedger: Sendable {
 }
 
 /// Everything the API and workers keep in the shared store.
-public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & RateLimitStore
+public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & RateLimitStore & AppVerificationStore
 
 /// Shared rate-limit state: one GCRA timestamp per key, prefix velocity and blocks. Every API and
 /// worker process on the same store sees the same counts, so N replicas do not allow N times a limit.
@@ -145,4 +149,17 @@ public protocol RateLimitStore: Sendable {
     func liftPrefixBlock(projectID: String, prefix: String) async throws -> Bool
     /// Per region since `since`: codes sent by SMS and codes verified (test numbers excluded).
     func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)]
+}
+
+/// App-verification state: receipts `verifyClient` issued and device tokens APNs rejected.
+public protocol AppVerificationStore: Sendable {
+    func insertReceipt(_ receipt: AppReceipt) async throws
+    func receipt(hash: String) async throws -> AppReceipt?
+    func deleteReceipt(hash: String) async throws
+    /// Deletes receipts issued before `date`; returns how many.
+    func purgeReceipts(issuedBefore date: Date) async throws -> Int
+    /// Remembers that APNs refused a token for good (410 Unregistered, BadDeviceToken …).
+    func markDeviceTokenInvalid(hash: String, reason: String, since: Date) async throws
+    /// Why a token was refused, if it was.
+    func invalidDeviceToken(hash: String) async throws -> String?
 }

@@ -22,10 +22,17 @@ public struct VerificationSession: Sendable, Equatable {
     public var consumedAt: Date?
     /// The delivery job, nil for test numbers (nothing is sent).
     public var jobID: UUID?
+    /// The client's sessionInfo, sealed, so a reentrant send can hand the same one back.
+    public var sessionInfoSealed: String?
+    /// The client address key the send came from (reentrancy matches on it).
+    public var clientKey: String?
+    /// SHA-256 of the app credential (iOS receipt) the send came with (reentrancy matches on it).
+    public var credentialHash: String?
 
     public init(
         id: String, projectID: String, phoneNumber: String, region: String = "", codeHash: Data, createdAt: Date, expiresAt: Date,
-        attempts: Int = 0, maxAttempts: Int, consumedAt: Date? = nil, jobID: UUID? = nil
+        attempts: Int = 0, maxAttempts: Int, consumedAt: Date? = nil, jobID: UUID? = nil, sessionInfoSealed: String? = nil,
+        clientKey: String? = nil, credentialHash: String? = nil
     ) {
         self.id = id
         self.projectID = projectID
@@ -38,6 +45,9 @@ public struct VerificationSession: Sendable, Equatable {
         self.maxAttempts = maxAttempts
         self.consumedAt = consumedAt
         self.jobID = jobID
+        self.sessionInfoSealed = sessionInfoSealed
+        self.clientKey = clientKey
+        self.credentialHash = credentialHash
     }
 }
 
@@ -79,5 +89,21 @@ public enum CodeCheckStateMachine {
         guard reservation.reserved else { return .failure(HeraldError(.tooManyAttempts)) }
         guard codeMatches(session) else { return .failure(HeraldError(.invalidCode)) }
         return .success(session)
+    }
+}
+
+/// Reentrant sends: the iOS SDK may call send again for the same number (a view reappearing). Within
+/// `phone.resendAfter`, a second send from the same app credential or client address gets the same
+/// session back and nothing is published; after that a new code goes out and older sessions end.
+public enum ReentrantSend {
+    public static func canReuse(
+        _ session: VerificationSession, now: Date, resendAfter: Duration, clientKey: String?, credentialHash: String?
+    ) -> Bool {
+        guard resendAfter > .zero, session.consumedAt == nil, session.sessionInfoSealed != nil, now < session.expiresAt,
+            now < session.createdAt.adding(resendAfter)
+        else { return false }
+        if let credentialHash, credentialHash == session.credentialHash { return true }
+        if let clientKey, clientKey == session.clientKey { return true }
+        return false
     }
 }

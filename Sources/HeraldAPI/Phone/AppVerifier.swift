@@ -1,0 +1,115 @@
+import Foundation
+import HeraldCore
+import Logging
+import Metrics
+
+/// App verification before any SMS: the silent-push handshake (`verifyClient` issues a receipt and
+/// pushes its secret to the device; the next send returns both) and the captcha fallback.
+struct AppVerifier: Sendable {
+    let store: any HeraldStoreProtocol
+    let publisher: any JobPublisher
+    let keys: HeraldKeys
+    let limits: HeraldConfiguration.Limits
+    let captcha: CaptchaVerifier
+    let clock: any WallClock
+    let logger: Logger
+
+    /// `verifyClient` / `accounts:verifyIosClient`: returns the receipt and how long the SDK should wait
+    /// for the push, once the broker confirmed the push job.
+    func verifyIosClient(
+        project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, clientKey: String?, traceparent: TraceParent
+    ) async throws -> (receipt: String, suggestedTimeout: String) {
+        guard let appToken = body.string("appToken") else { throw HeraldError(.missingIOSAppToken) }
+        guard let bundleID, bundleID.isEmpty == false else { throw HeraldError(.missingIOSBundleID) }
+        guard project.iosBundleIds.contains(bundleID) else {
+            logger.notice("verifyClient for an unlisted bundle", metadata: ["project": .string(project.id), "bundle": .string(bundleID)])
+            throw HeraldError(.invalidAppCredential)
+        }
+        let token = appToken.lowercased()
+        guard token.count >= 32, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else { throw HeraldError(.invalidAppCredential) }
+        let tokenHash = SHA256Hex.digest(token)
+        if let reason = try await store.invalidDeviceToken(hash: tokenHash) {
+            // APNs refused this token for good; the SDK falls back to reCAPTCHA on this answer.
+            logger.info("verifyClient with a device token APNs refused", metadata: ["project": .string(project.id), "reason": .string(reason)])
+            throw HeraldError(.invalidAppCredential)
+        }
+        let now = clock.now
+        let limiter = RateLimiter(store: store)
+        let checks = LimitCheck.forPush(project: project.id, deviceTokenHash: tokenHash, clientKey: clientKey, limits: limits)
+        if let refusal = try await limiter.admit(checks, now: now) {
+            logger.notice(
+                "push refused by a limit",
+                metadata: ["project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey), "policy": .string(refusal.check.policy.description)])
+            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+            throw PhoneSignIn.error(for: refusal)
+        }
+        let receipt = SecureRandom.base64URL(bytes: 32)
+        let secret = SecureRandom.base64URL(bytes: 32)
+        let receiptHash = SHA256Hex.digest(receipt)
+        let environment: PushMessage.Environment = body.bool("isSandbox") == true ? .sandbox : .production
+        let jobID = UUID()
+        let job = Job(
+            id: jobID, project: project.id, createdAt: now, expiresAt: now.adding(project.appVerification.pushTTL),
+            payload: .push(
+                PushMessage(
+                    deviceToken: token, environment: environment, topic: bundleID,
+                    payload: ["receipt": receipt, "secretSealed": Sealer(key: keys.sealing).seal(secret, jobID: jobID)])))
+        try await store.insertReceipt(
+            AppReceipt(
+                receiptHash: receiptHash, projectID: project.id, bundleID: bundleID, secretHash: SHA256Hex.digest(secret),
+                deviceTokenHash: tokenHash, createdAt: now))
+        try await store.recordPending(jobID: jobID, projectID: project.id, type: .push, destination: tokenHash, now: now)
+        do {
+            try await publisher.publish(job, traceparent: traceparent)
+        } catch {
+            try? await store.deleteReceipt(hash: receiptHash)
+            try? await store.recordDelivery(jobID: jobID, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
+            try? await limiter.refund(checks, now: now)
+            logger.error("push job not confirmed by the broker", metadata: ["project": .string(project.id), "error": .string("\(error)")])
+            throw HeraldError(.unavailable, "The verification push could not be queued. Try again later.", retryAfter: .seconds(5))
+        }
+        Counter(label: "herald_api_push_verifications_total", dimensions: [("project", project.id), ("environment", environment.rawValue)]).increment()
+        logger.info(
+            "silent push queued", metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "environment": .string(environment.rawValue)])
+        return (receipt, String(Int(project.appVerification.suggestedTimeout.seconds)))
+    }
+
+    /// What a send's app credential proved. `credentialHash` identifies an iOS pair for reentrant sends.
+    struct Verdict {
+        var credentialHash: String?
+        /// A captcha token still to verify (after the reentrancy check: tokens are single-use).
+        var pendingCaptcha: String?
+    }
+
+    /// Checks the credential a send carries against the project's policy. Captcha tokens are returned
+    /// for `verifyCaptcha` so a reentrant send does not spend a fresh token.
+    func check(project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, isTestNumber: Bool) async throws -> Verdict {
+        let settings = project.appVerification
+        let needed = settings.required && (isTestNumber == false || settings.disabledForTesting == false)
+        guard needed else { return Verdict() }
+        guard let credential = AppCredential.from(
+            iosReceipt: body.string("iosReceipt"), iosSecret: body.string("iosSecret"), recaptchaToken: body.string("recaptchaToken"),
+            captchaResponse: body.string("captchaResponse"))
+        else { throw HeraldError(.invalidAppCredential) }
+        switch credential {
+        case .none:
+            throw HeraldError(.missingAppCredential)
+        case .captcha(let token):
+            return Verdict(pendingCaptcha: token)
+        case .iosReceipt(let receipt, let secret):
+            let receiptHash = SHA256Hex.digest(receipt)
+            let stored = try await store.receipt(hash: receiptHash)
+            guard AppVerificationCheck.receiptIsValid(
+                stored, secret: secret, projectID: project.id, bundleID: bundleID, now: clock.now, ttl: settings.receiptTTL)
+            else {
+                // The SDK clears its cached pair on this answer and runs the handshake (or reCAPTCHA) again.
+                throw HeraldError(.invalidAppCredential)
+            }
+            return Verdict(credentialHash: receiptHash)
+        }
+    }
+
+    func verifyCaptcha(_ token: String, project: HeraldConfiguration.Project, remoteIP: String?) async throws {
+        try await captcha.verify(token, remoteIP: remoteIP, settings: project.appVerification)
+    }
+}
