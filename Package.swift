@@ -66,7 +66,11 @@ let package = Package(
         ),
         .target(
             name: "HeraldChannels",
-            dependencies: ["HeraldCore", "HeraldCurl", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "HeraldCore", "HeraldCurl",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
 

@@ -160,8 +160,12 @@ extension HeraldConfiguration {
 
         let push = try root.section("push")
         let apns = try push.section("apns")
+        let pushProvider = try push.choice("provider", ["apns", "console"], default: "apns")
+        if pushProvider == "console", devMode == false {
+            throw push.fail("provider", "console prints push secrets to the terminal and needs devMode: true")
+        }
         self.push = Push(
-            apnsURL: try apns.optionalString("url"), caFile: try apns.optionalString("caFile"),
+            provider: pushProvider, apnsURL: try apns.optionalString("url"), caFile: try apns.optionalString("caFile"),
             keyId: try apns.optionalString("keyId"), teamId: try apns.optionalString("teamId"),
             keyFile: try apns.optionalString("keyFile"),
             timeout: try apns.duration("timeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)))

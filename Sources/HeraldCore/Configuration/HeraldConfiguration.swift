@@ -247,8 +247,10 @@ public struct HeraldConfiguration: Sendable {
         public var timeout: Duration
     }
 
-    /// `push.apns`: the provider key and where to reach APNs.
+    /// `push`: how herald-push-worker delivers (`apns`, or `console` in devMode), the provider key and
+    /// where to reach APNs.
     public struct Push: Sendable {
+        public var provider: String
         public var apnsURL: String?
         public var caFile: String?
         public var keyId: String?
