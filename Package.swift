@@ -15,16 +15,20 @@ let package = Package(
     products: [
         .executable(name: "herald-api", targets: ["herald-api"]),
         .executable(name: "herald-sms-worker", targets: ["herald-sms-worker"]),
+        .executable(name: "herald-push-worker", targets: ["herald-push-worker"]),
         .executable(name: "herald-admin", targets: ["herald-admin"]),
         .executable(name: "herald-bench", targets: ["herald-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -137,6 +141,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "herald-push-worker",
+            dependencies: [
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldWorker",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "herald-admin",
             dependencies: [
                 "HeraldCore", "HeraldAMQP", "HeraldStore", "HeraldRuntime",
@@ -159,8 +174,14 @@ let package = Package(
             name: "HeraldTesting",
             dependencies: [
                 "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -173,6 +194,10 @@ let package = Package(
             name: "HeraldAMQPTests", dependencies: ["HeraldAMQP", "HeraldTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldCurlTests", dependencies: ["HeraldCurl", "HeraldTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldChannelsTests",
+            dependencies: ["HeraldChannels", "HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(

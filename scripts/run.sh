@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make run`: broker, build, then herald-api and herald-sms-worker in the foreground with
+# `make run`: broker, build, then herald-api, herald-sms-worker and herald-push-worker in the foreground with
 # config/herald.yaml (devMode, console SMS provider). Ctrl-C stops what this script started, only that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,12 +25,14 @@ trap cleanup INT TERM EXIT
 
 "$BIN/herald-api" --config "$CONFIG" & pids+=($!)
 "$BIN/herald-sms-worker" --config "$CONFIG" & pids+=($!)
+"$BIN/herald-push-worker" --config "$CONFIG" & pids+=($!)
 
 cat <<MSG
 
 Herald is running (Ctrl-C stops it):
   API            http://127.0.0.1:9099   (JWKS at /.well-known/jwks.json, metrics at /metrics)
   sms worker     http://127.0.0.1:9101/metrics   (console provider: SMS texts appear below)
+  push worker    http://127.0.0.1:9103/metrics   (console provider: silent pushes appear below)
 
 Try:
   curl -s -X POST 'http://127.0.0.1:9099/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode?key=demo-api-key' \\

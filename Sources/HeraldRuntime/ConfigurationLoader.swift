@@ -122,8 +122,14 @@ extension ConfigurationLoader {
     /// Loads like `load`, but prints a configuration error the way an operator wants to read it
     /// (one line naming the key) and exits with status 78 (EX_CONFIG) instead of throwing.
     public static func loadOrExit(path: String?) throws -> (configuration: HeraldConfiguration, path: String) {
+        try orExit { try load(path: path) }
+    }
+
+    /// Runs `body`; a ConfigError it throws is printed as one line and ends the process with 78
+    /// (EX_CONFIG), like an invalid file. For checks only one executable makes (a key file it reads).
+    public static func orExit<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try load(path: path)
+            return try body()
         } catch let error as ConfigError {
             FileHandle.standardError.write(Data("herald: invalid configuration: \(error)\n".utf8))
             exit(78)

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -10,11 +11,14 @@ public final class BackgroundServer: Sendable {
     let group: ServiceGroup
     let task: Task<Void, any Error>
 
-    /// Starts `router` and returns once the server listens.
-    public static func start(router: Router<BasicRequestContext>, logger: Logger = quietLogger()) async throws -> BackgroundServer {
+    /// Starts `router` and returns once the server listens; `server` picks the protocol (plain HTTP/1.1
+    /// unless told otherwise, e.g. `.http2Upgrade(tlsConfiguration:)` for a TLS peer).
+    public static func start(
+        router: Router<BasicRequestContext>, server: HTTPServerBuilder = .http1(), logger: Logger = quietLogger()
+    ) async throws -> BackgroundServer {
         let bound = Mutex<Int?>(nil)
         let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            router: router, server: server, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in bound.withLock { $0 = channel.localAddress?.port } }, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let task = Task { try await group.run() }

@@ -40,7 +40,7 @@ public struct PushJobHandler: JobHandler {
         let result = await delivery.send(message, secret: secret, jobID: job.id, expiresAt: job.expiresAt, now: now)
         if let reason = result.invalidToken {
             do {
-                try await tokens.markDeviceTokenInvalid(hash: destination(of: job), reason: reason, since: clock.now)
+                try await tokens.markDeviceTokenInvalid(hash: destination(of: job), reason: reason, since: result.invalidSince ?? clock.now)
             } catch {
                 logger.error("cannot record an invalid device token", metadata: ["error": .string("\(error)")])
             }

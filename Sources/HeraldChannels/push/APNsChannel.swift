@@ -26,10 +26,13 @@ public struct APNsChannel: Sendable {
         public var outcome: DeliveryOutcome
         /// Set when APNs declared the device token dead (410 or BadDeviceToken/DeviceTokenNotForTopic).
         public var invalidToken: String?
+        /// With 410: when APNs last knew the token valid (its `timestamp`).
+        public var invalidSince: Date?
 
-        public init(outcome: DeliveryOutcome, invalidToken: String? = nil) {
+        public init(outcome: DeliveryOutcome, invalidToken: String? = nil, invalidSince: Date? = nil) {
             self.outcome = outcome
             self.invalidToken = invalidToken
+            self.invalidSince = invalidSince
         }
     }
 
@@ -107,7 +110,8 @@ public struct APNsChannel: Sendable {
         case .sent:
             return Result(outcome: .sent(reference: response.header("apns-id")))
         case .invalidToken(let reason):
-            return Result(outcome: .permanent(reason: "APNs \(response.status) \(reason)"), invalidToken: reason)
+            let since = (answer?["timestamp"] as? Double).map { Date(timeIntervalSince1970: $0 / 1000) }
+            return Result(outcome: .permanent(reason: "APNs \(response.status) \(reason)"), invalidToken: reason, invalidSince: since)
         case .providerTokenRefused(let reason):
             let renewed = (try? await token.renewAfterRefusal(now: now)) ?? false
             if renewed {

@@ -1,0 +1,77 @@
+import Crypto
+import Foundation
+import NIOSSL
+import SwiftASN1
+import X509
+
+/// A throwaway certificate authority and a server certificate for 127.0.0.1/localhost, made once per
+/// test process, so TLS peers (fake APNs) can run on loopback and Herald trusts them only through
+/// `push.apns.caFile`, exactly as an operator would add a private CA.
+public struct TestTLS: Sendable {
+    /// PEM of the CA certificate, written to `caFile`.
+    public let caPEM: String
+    /// A file holding `caPEM` (for `push.apns.caFile` / CURLOPT_CAINFO).
+    public let caFile: String
+    let serverCertificatePEM: String
+    let serverKeyPEM: String
+
+    /// The process-wide instance.
+    public static let shared: TestTLS = {
+        do {
+            return try TestTLS.make()
+        } catch {
+            fatalError("cannot make the test TLS material: \(error)")
+        }
+    }()
+
+    static func make() throws -> TestTLS {
+        let now = Date()
+        let caKey = P256.Signing.PrivateKey()
+        let caName = try DistinguishedName {
+            OrganizationName("Herald tests")
+            CommonName("Herald test CA")
+        }
+        let ca = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                SubjectKeyIdentifier(hash: .init(caKey.publicKey))
+            },
+            issuerPrivateKey: .init(caKey))
+
+        let serverKey = P256.Signing.PrivateKey()
+        let server = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(serverKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+                AuthorityKeyIdentifier(keyIdentifier: try ca.extensions.subjectKeyIdentifier?.keyIdentifier)
+            },
+            issuerPrivateKey: .init(caKey))
+
+        let caPEM = try ca.serializeAsPEM().pemString
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-test-tls-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let caFile = directory.appendingPathComponent("ca.pem").path
+        try Data((caPEM + "\n").utf8).write(to: URL(fileURLWithPath: caFile))
+        return TestTLS(
+            caPEM: caPEM, caFile: caFile, serverCertificatePEM: try server.serializeAsPEM().pemString,
+            serverKeyPEM: serverKey.pemRepresentation)
+    }
+
+    /// A server configuration offering h2 and http/1.1 by ALPN.
+    public func serverConfiguration() throws -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(serverCertificatePEM.utf8), format: .pem))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(serverKeyPEM.utf8), format: .pem)))
+        configuration.applicationProtocols = ["h2", "http/1.1"]
+        return configuration
+    }
+}
