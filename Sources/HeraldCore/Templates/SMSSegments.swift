@@ -1,3 +1,5 @@
+import Foundation
+
 /// How an SMS text is encoded on the air and how many segments it costs (3GPP TS 23.038).
 ///
 /// A text in the GSM-7 default alphabet (extension characters cost two septets) fits 160 septets in
@@ -16,15 +18,18 @@ public struct SMSSegments: Sendable, Equatable {
     public let segments: Int
 
     /// The GSM 03.38 default alphabet (one septet each).
-    static let basic: Set<Character> = Set(
-        "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà")
+    static let basic: Set<Unicode.Scalar> = Set(
+        "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà".unicodeScalars)
     /// The extension table (escape + character: two septets each).
-    static let extended: Set<Character> = Set("^{}\\[~]|€\u{0C}")
+    static let extended: Set<Unicode.Scalar> = Set("^{}\\[~]|€\u{0C}".unicodeScalars)
 
     public init(_ text: String) {
+        // Scalars, not Characters: "\r\n" is one Character but two septets, and a decomposed "é" is
+        // composed first (it is in the alphabet; e + U+0301 is not).
+        let text = text.precomposedStringWithCanonicalMapping
         var septets: [Int] = []
         var isGSM = true
-        for character in text {
+        for character in text.unicodeScalars {
             if Self.basic.contains(character) {
                 septets.append(1)
             } else if Self.extended.contains(character) {
