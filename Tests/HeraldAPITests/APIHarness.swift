@@ -70,6 +70,19 @@ struct APIHarness {
         try await TestBroker.drain(topology.workQueue(.sms), using: admin).map { ($0, try JobCodec.decode($0.body)) }
     }
 
+    /// The push jobs the API published.
+    func publishedPushJobs(_ admin: AMQPConnection) async throws -> [(AMQPDelivery, Job)] {
+        try await TestBroker.drain(topology.workQueue(.push), using: admin).map { ($0, try JobCodec.decode($0.body)) }
+    }
+
+    /// The secret inside a published push job.
+    func secret(in job: Job) throws -> String {
+        guard case .push(let message) = job.payload, let sealed = message.payload["secretSealed"] else {
+            throw TestFailure("not a push job")
+        }
+        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id)
+    }
+
     /// The code inside a published job, opened with the test's sealing key.
     func code(in job: Job) throws -> String {
         guard case .sms(let message) = job.payload, let sealed = message.params["codeSealed"] else {
