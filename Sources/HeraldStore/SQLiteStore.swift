@@ -255,6 +255,17 @@ public final class SQLiteStore: HeraldStoreProtocol {
         }
     }
 
+    /// The segments recorded for a sent SMS (support and tests: what the provider will bill).
+    public func recordedSegments(jobID: UUID) async throws -> (segments: Int, encoding: String)? {
+        try await run { db in
+            guard let row = try db.query(
+                "SELECT segments, encoding FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
+            ).first, let segments = row[0].int, let encoding = row[1].string
+            else { return nil }
+            return (Int(segments), encoding)
+        }
+    }
+
     public func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)? {
         try await run { db in
             guard let row = try db.query(

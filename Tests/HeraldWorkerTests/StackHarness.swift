@@ -72,6 +72,18 @@ final class StackHarness: @unchecked Sendable {
         return process
     }
 
+    /// Starts herald-push-worker (the configuration must name an APNs key, e.g. from `APNsFixture`).
+    @discardableResult
+    func startPushWorker(metricsPort: Int? = nil) async throws -> HeraldProcess {
+        let process = try HeraldProcess(
+            "herald-push-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir,
+            environment: ["HERALD_WORKERS_PUSH_METRICS_PORT": String(metricsPort ?? freePort())])
+        workers.append(process)
+        try await process.waitForOutput("amqp connected")
+        try await process.waitForOutput("worker publisher")
+        return process
+    }
+
     /// Sends a code to `phone` and returns the sessionInfo.
     func sendCode(to phone: String = "+15555550100") async throws -> String {
         let answer = try await client.post(
