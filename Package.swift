@@ -165,7 +165,8 @@ let package = Package(
         .executableTarget(
             name: "herald-bench",
             dependencies: [
-                "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                "HeraldChannels", "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -18,9 +18,12 @@ public final class CurlClient: Sendable {
         var cancelled: [Transfer] = []
         var stopping = false
         var started = false
+        /// The loop cleaned up the multi handle (and with it the pooled connections).
+        var closed = false
     }
 
-    /// The multi handle, touched only by the loop thread (and `curl_multi_wakeup`, which is thread-safe).
+    /// The multi handle, touched only by the loop thread (and `curl_multi_wakeup`, thread-safe, called
+    /// under `shared`'s lock while the handle is open).
     let multi: MultiHandle
     let shared = Mutex(Shared())
     let logger: Logger
@@ -47,18 +50,19 @@ public final class CurlClient: Sendable {
                     let accepted = shared.withLock { state -> Bool in
                         guard state.stopping == false else { return false }
                         state.inbox.append(transfer)
+                        curl_multi_wakeup(multi.handle)
                         return true
                     }
-                    if accepted {
-                        curl_multi_wakeup(multi.handle)
-                    } else {
+                    if accepted == false {
                         transfer.finish(.failure(CurlError(kind: .other, code: -1, message: "client is shut down")))
                     }
                 }
             } onCancel: {
                 // The loop thread removes the handle and fails the transfer (never from this thread).
-                shared.withLock { $0.cancelled.append(transfer) }
-                curl_multi_wakeup(multi.handle)
+                shared.withLock { state in
+                    state.cancelled.append(transfer)
+                    if state.closed == false { curl_multi_wakeup(multi.handle) }
+                }
             }
         } catch let error as CurlError {
             throw error
@@ -67,10 +71,12 @@ public final class CurlClient: Sendable {
         }
     }
 
-    /// Stops the loop; transfers in flight fail.
+    /// Stops the loop and closes the pooled connections; transfers in flight fail.
     public func shutdown() {
-        shared.withLock { $0.stopping = true }
-        curl_multi_wakeup(multi.handle)
+        shared.withLock { state in
+            state.stopping = true
+            if state.closed == false { curl_multi_wakeup(multi.handle) }
+        }
     }
 
     private func startIfNeeded() {
@@ -112,6 +118,13 @@ public final class CurlClient: Sendable {
                     curl_multi_remove_handle(multi.handle, easy)
                     transfer.finish(.failure(CurlError(kind: .other, code: -1, message: "client shut down")))
                 }
+                // Close idle pooled connections now rather than whenever the client is released (an
+                // HTTP/2 peer waits for them on its graceful shutdown). Wake-ups check `closed` under
+                // the same lock, so none reaches a cleaned-up handle.
+                shared.withLock { state in
+                    state.closed = true
+                    multi.cleanup()
+                }
                 return
             }
             var running: Int32 = 0
@@ -130,16 +143,23 @@ public final class CurlClient: Sendable {
     }
 }
 
-/// Owns the multi handle's lifetime.
+/// Owns the multi handle's lifetime: cleaned up once, by the loop on shutdown or at release.
 final class MultiHandle: Sendable {
     nonisolated(unsafe) let handle: UnsafeMutableRawPointer
+    let cleaned = Atomic<Bool>(false)
 
     init() {
         handle = curl_multi_init()
     }
 
+    func cleanup() {
+        if cleaned.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            curl_multi_cleanup(handle)
+        }
+    }
+
     deinit {
-        curl_multi_cleanup(handle)
+        cleanup()
     }
 }
 

@@ -98,7 +98,12 @@ public final class FakeAPNs: Sendable {
             let json = try JSONSerialization.data(withJSONObject: answer)
             return Response(status: .init(code: reply.status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: json)))
         }
-        let server = try await BackgroundServer.start(router: router, server: .http2Upgrade(tlsConfiguration: TestTLS.shared.serverConfiguration()))
+        // Like Apple, close idle connections; and do not wait long for clients after GOAWAY on stop.
+        let server = try await BackgroundServer.start(
+            router: router,
+            server: .http2Upgrade(
+                tlsConfiguration: TestTLS.shared.serverConfiguration(),
+                configuration: .init(idleTimeout: .seconds(30), gracefulCloseTimeout: .seconds(1))))
         return FakeAPNs(stateBox: box, server: server)
     }
 

@@ -20,7 +20,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of load at concurrency 64.") var throughputSeconds = 10
     @Option(help: "Requests per second for the latency run.") var rate = 500
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
-    @Option(help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), or all.") var suite = "all"
+    @Option(help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), push (APNs channel), or all.")
+    var suite = "all"
+    @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
     @Option(help: "Decisions per limiter run.") var decisions = 20_000
 
     /// Limits that spend state on every send (every kind, pumping counted) but refuse nothing.
@@ -42,6 +44,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 throw error
             }
             await stack.stop()
+        }
+        if suite == "all" || suite == "push" {
+            try await pushThroughput()
         }
         if suite == "all" || suite == "limits" {
             try await limiterDecisions()

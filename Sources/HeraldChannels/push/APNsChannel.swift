@@ -58,6 +58,12 @@ public struct APNsChannel: Sendable {
         return environment == .sandbox ? "https://api.sandbox.push.apple.com" : "https://api.push.apple.com"
     }
 
+    /// Stops both connection pools; pushes in flight fail.
+    public func shutdown() {
+        sandbox.shutdown()
+        production.shutdown()
+    }
+
     /// The payload Firebase's iOS SDK looks for: `aps.content-available` and the receipt/secret pair.
     public static func payload(receipt: String, secret: String) -> Data {
         let object: [String: Any] = ["aps": ["content-available": 1], "com.google.firebase.auth": ["receipt": receipt, "secret": secret]]
