@@ -23,6 +23,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), push (APNs channel), or all.")
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
+    @Option(parsing: .upToNextOption, help: "Streams in flight for the multiplexed APNs runs.") var pushStreams: [Int] = [64]
     @Option(help: "Decisions per limiter run.") var decisions = 20_000
 
     /// Limits that spend state on every send (every kind, pumping counted) but refuse nothing.

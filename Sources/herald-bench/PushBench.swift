@@ -22,7 +22,8 @@ extension HeraldBenchCommand {
             return false
         }
         _ = await send()  // TLS handshake and first token outside the measurement
-        for concurrency in [1, 64] {
+        var seenBefore = apns.received.count
+        for concurrency in [1] + pushStreams {
             let perTask = max(1, (concurrency == 1 ? pushCount / 5 : pushCount) / concurrency)
             let total = perTask * concurrency
             let started = ContinuousClock.now
@@ -37,8 +38,13 @@ extension HeraldBenchCommand {
                 return await group.reduce(0, +)
             }
             let seconds = (ContinuousClock.now - started).seconds
-            print(String(format: "(p) APNs channel, %d stream(s) in flight: %d pushes in %.2f s = %.0f pushes/s (%d accepted)",
-                          concurrency, total, seconds, Double(total) / seconds, sent))
+            // A push APNs saw more than once: libcurl re-sends a connection's unanswered streams when
+            // that connection fails, even if the server had already taken them.
+            let arrived = apns.received.dropFirst(seenBefore)
+            let twice = arrived.count - Set(arrived.compactMap { $0.headers["apns-id"] }).count
+            seenBefore = apns.received.count
+            print(String(format: "(p) APNs channel, %d stream(s) in flight: %d pushes in %.2f s = %.0f pushes/s (%d accepted, %d arrived twice)",
+                          concurrency, total, seconds, Double(total) / seconds, sent, twice))
         }
         let tokens = Set(apns.received.compactMap(\.providerToken)).count
         print("(p) provider tokens minted for \(apns.received.count) pushes: \(tokens)")
