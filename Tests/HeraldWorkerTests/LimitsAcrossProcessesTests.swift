@@ -38,7 +38,7 @@ struct LimitsAcrossProcessesTests {
         }
     }
 
-    @Test("two workers share the provider rate 20/1s burst 5: no 1 s window above 25, every SMS exactly once")
+    @Test("two workers share the provider rate 20/1s burst 5: no 1 s window above 25 (+ delivery jitter), every SMS exactly once")
     func providerRateAcrossWorkers() async throws {
         try await StackHarness.run(configure: {
             $0.providerRate = "20/1s burst 5"
@@ -58,7 +58,10 @@ struct LimitsAcrossProcessesTests {
         for (index, start) in times.enumerated() {
             busiest = max(busiest, times[index...].prefix { $0 < start + 1.0 }.count)
         }
-        #expect(busiest <= 25, "busiest 1 s window had \(busiest) SMS")
+        // The limiter admits at most 5 + 20 in any second of its own clock; arrival at the gateway adds the
+        // send's latency, which varies, so a 1 s window of arrivals may hold the sends of a slightly longer
+        // window of decisions: allow 100 ms of jitter (2 sends at 20/s). Unshared limits would give ~45.
+        #expect(busiest <= 27, "busiest 1 s window had \(busiest) SMS")
         // 95 beyond the burst at 20/s take at least 4.75 s.
         #expect(times.last! - times.first! >= 4.5)
         }
