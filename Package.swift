@@ -112,7 +112,7 @@ let package = Package(
         .target(
             name: "HeraldWorker",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAMQP", "HeraldChannels",
+                "HeraldCore", "HeraldStore", "HeraldAMQP", "HeraldChannels", "HeraldRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -46,8 +46,8 @@ extension HeraldBenchCommand {
             print(String(format: "(p) APNs channel, %d stream(s) in flight: %d pushes in %.2f s = %.0f pushes/s (%d accepted, %d arrived twice)",
                           concurrency, total, seconds, Double(total) / seconds, sent, twice))
         }
-        let tokens = Set(apns.received.compactMap(\.providerToken)).count
-        print("(p) provider tokens minted for \(apns.received.count) pushes: \(tokens)")
+        let minted = Set(apns.received.compactMap(\.providerToken)).count
+        print("(p) provider tokens minted for \(apns.received.count) pushes: \(minted)")
         channel.shutdown()
         await apns.stop()
     }

@@ -7,8 +7,6 @@ import HeraldRuntime
 import HeraldStore
 import HeraldWorker
 import Logging
-import ServiceLifecycle
-import UnixSignals
 
 /// herald-push-worker: consumes `<exchange>.push` and delivers the silent verification pushes that
 /// `verifyClient` asked for.
@@ -37,18 +35,9 @@ struct HeraldPushWorkerCommand: AsyncParsableCommand {
                 settings: .init(url: configuration.push.apnsURL, caFile: configuration.push.caFile, timeout: configuration.push.timeout),
                 token: token, logger: logger)
         }
-        let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: .push, logger: logger)
-        let worker = WorkerService(
-            handler: PushJobHandler(delivery: delivery, keys: keys, tokens: store, logger: logger),
-            ledger: store,
-            consumer: consumer, publisher: publisher, topology: topology, settings: .init(configuration.workers.push), logger: logger)
-        let health = HealthServer(
-            host: configuration.http.host, port: configuration.workers.push.metricsPort, logger: logger, isReady: { worker.isReady },
-            onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
-        // Shut down in reverse order: the worker drains first, the health endpoint goes last.
-        let group = ServiceGroup(
-            configuration: .init(services: [health, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        try await WorkerProcess.run(
+            handler: PushJobHandler(delivery: delivery, keys: keys, tokens: store, logger: logger), ledger: store,
+            configuration: configuration, logger: logger)
     }
 
     /// The provider token signer from `push.apns.{keyId, teamId, keyFile}`; a missing or unreadable key

@@ -7,8 +7,6 @@ import HeraldRuntime
 import HeraldStore
 import HeraldWorker
 import Logging
-import ServiceLifecycle
-import UnixSignals
 
 /// herald-sms-worker: consumes `<exchange>.sms` and sends through the configured provider.
 @main
@@ -30,20 +28,10 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
         let channel: any DeliveryChannel =
             configuration.sms.provider == "console"
             ? ConsoleChannel() : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
-        let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: .sms, logger: logger)
-        let worker = WorkerService(
-            handler: SMSJobHandler(
-                channel: channel, keys: keys, templates: configuration.sms.templates,
-                providerRate: configuration.sms.provider == "http" ? configuration.sms.http.rate : nil,
-                perNumberSpacing: configuration.sms.perNumberSpacing),
-            ledger: store,
-            consumer: consumer, publisher: publisher, topology: topology, settings: .init(configuration.workers.sms), logger: logger)
-        let health = HealthServer(
-            host: configuration.http.host, port: configuration.workers.sms.metricsPort, logger: logger, isReady: { worker.isReady },
-            onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
-        // Shut down in reverse order: the worker drains first, the health endpoint goes last.
-        let group = ServiceGroup(
-            configuration: .init(services: [health, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        let handler = SMSJobHandler(
+            channel: channel, keys: keys, templates: configuration.sms.templates,
+            providerRate: configuration.sms.provider == "http" ? configuration.sms.http.rate : nil,
+            perNumberSpacing: configuration.sms.perNumberSpacing)
+        try await WorkerProcess.run(handler: handler, ledger: store, configuration: configuration, logger: logger)
     }
 }

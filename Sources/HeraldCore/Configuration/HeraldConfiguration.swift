@@ -264,6 +264,16 @@ public struct HeraldConfiguration: Sendable {
         public var sms: Worker
         public var email: Worker
         public var push: Worker
+
+        /// The block of the worker that delivers `type` (nil for types no worker executable consumes).
+        public func settings(for type: JobType) -> Worker? {
+            switch type {
+            case .sms: sms
+            case .email: email
+            case .push: push
+            case .apple: nil
+            }
+        }
     }
 
     /// `workers.<type>`.

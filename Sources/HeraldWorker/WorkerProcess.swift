@@ -1,0 +1,29 @@
+import HeraldCore
+import HeraldRuntime
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// What every worker executable does once it has its job handler: connect (consumer + publisher),
+/// serve `/healthz`, `/readyz`, `/metrics` on `workers.<type>.metricsPort`, and run until SIGTERM or
+/// SIGINT, draining first and closing the health endpoint last.
+public enum WorkerProcess {
+    public static func run(
+        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, configuration: HeraldConfiguration, logger: Logger
+    ) async throws {
+        guard let workerConfiguration = configuration.workers.settings(for: handler.type) else {
+            throw ConfigError(key: "workers.\(handler.type.rawValue)", problem: "no worker block for this job type")
+        }
+        let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: handler.type, logger: logger)
+        let worker = WorkerService(
+            handler: handler, ledger: ledger, consumer: consumer, publisher: publisher, topology: topology,
+            settings: .init(workerConfiguration), logger: logger)
+        let health = HealthServer(
+            host: configuration.http.host, port: workerConfiguration.metricsPort, logger: logger, isReady: { worker.isReady },
+            onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
+        // Services stop in reverse order: the worker drains first, the health endpoint goes last.
+        let group = ServiceGroup(
+            configuration: .init(services: [health, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
