@@ -134,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "herald-sms-worker",
             dependencies: [
-                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldWorker",
+                "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -145,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "herald-push-worker",
             dependencies: [
-                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldWorker",
+                "HeraldChannels", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import HeraldAMQP
 import HeraldChannels
 import HeraldCore
 import HeraldRuntime

@@ -1,5 +1,4 @@
 import ArgumentParser
-import HeraldAMQP
 import HeraldChannels
 import HeraldCore
 import HeraldCurl
