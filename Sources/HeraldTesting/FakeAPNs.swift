@@ -170,10 +170,8 @@ public final class FakeAPNs: Sendable {
                 problem(400, "MissingTopic")
             }
             if headers["apns-expiration"].flatMap(Int.init) == nil { problem(400, "BadExpirationDate") }
-            if let id = headers["apns-id"], UUID(uuidString: id) != nil, id == id.lowercased() {
-            } else {
-                problem(400, "BadMessageId")
-            }
+            let messageID = headers["apns-id"]
+            if messageID.flatMap(UUID.init(uuidString:)) == nil || messageID != messageID?.lowercased() { problem(400, "BadMessageId") }
             if push.body.isEmpty {
                 problem(400, "PayloadEmpty")
             } else if push.body.count > 4096 {

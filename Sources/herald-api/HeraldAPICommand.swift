@@ -14,11 +14,7 @@ struct HeraldAPICommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let (configuration, path) = try ConfigurationLoader.loadOrExit(path: options.config)
-        HeraldLogging.bootstrap(configuration.logging)
-        HeraldMetrics.bootstrap()
-        let logger = Logger(label: "herald-api")
-        logger.info("starting", metadata: ["config": .string(path)])
+        let (configuration, logger) = try options.boot("herald-api")
         let dependencies = try await APIDependencies.live(
             configuration: configuration, sealingKey: try KeyMaterial.sealingKey(configuration),
             signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM),

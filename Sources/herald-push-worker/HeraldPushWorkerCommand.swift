@@ -17,11 +17,7 @@ struct HeraldPushWorkerCommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let (configuration, path) = try ConfigurationLoader.loadOrExit(path: options.config)
-        HeraldLogging.bootstrap(configuration.logging)
-        HeraldMetrics.bootstrap()
-        let logger = Logger(label: "herald-push-worker")
-        logger.info("starting", metadata: ["config": .string(path), "provider": .string(configuration.push.provider)])
+        let (configuration, logger) = try options.boot("herald-push-worker") { ["provider": .string($0.push.provider)] }
 
         let store = try SQLiteStore(url: configuration.store.url)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))

@@ -16,11 +16,7 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let (configuration, path) = try ConfigurationLoader.loadOrExit(path: options.config)
-        HeraldLogging.bootstrap(configuration.logging)
-        HeraldMetrics.bootstrap()
-        let logger = Logger(label: "herald-sms-worker")
-        logger.info("starting", metadata: ["config": .string(path), "provider": .string(configuration.sms.provider)])
+        let (configuration, logger) = try options.boot("herald-sms-worker") { ["provider": .string($0.sms.provider)] }
 
         let store = try SQLiteStore(url: configuration.store.url)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))

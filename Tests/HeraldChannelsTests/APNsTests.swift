@@ -132,7 +132,7 @@ struct APNsChannelTests {
         #expect((payload["aps"] as? [String: Any])?["content-available"] as? Int == 1)
     }
 
-    @Test("several pushes reuse one provider token and multiplex on the pool")
+    @Test("ten concurrent pushes on one channel all succeed with one provider token")
     func reuse() async throws {
         let fixture = try await Fixture()
         defer { Task { await fixture.apns.stop() } }
