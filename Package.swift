@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .executable(name: "herald-api", targets: ["herald-api"]),
         .executable(name: "herald-sms-worker", targets: ["herald-sms-worker"]),
+        .executable(name: "herald-email-worker", targets: ["herald-email-worker"]),
         .executable(name: "herald-push-worker", targets: ["herald-push-worker"]),
         .executable(name: "herald-admin", targets: ["herald-admin"]),
         .executable(name: "herald-bench", targets: ["herald-bench"]),
@@ -139,6 +140,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald-email-worker",
+            dependencies: [
+                "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldWorker",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

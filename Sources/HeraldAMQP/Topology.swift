@@ -22,7 +22,7 @@ public struct Topology: Sendable, Equatable {
     public var throttleDelays: [JobType: [Duration]]
 
     /// Job types this version delivers.
-    public static let supportedTypes: [JobType] = [.sms, .push]
+    public static let supportedTypes: [JobType] = [.sms, .email, .push]
 
     public init(
         exchange: String, queueType: String, deliveryLimit: Int, retryDelays: [JobType: [Duration]],

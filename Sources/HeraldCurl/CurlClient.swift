@@ -41,11 +41,31 @@ public final class CurlClient: Sendable {
 
     /// Performs `request`; throws `CurlError` only when no HTTP response arrived.
     public func perform(_ request: CurlHTTPRequest) async throws(CurlError) -> CurlHTTPResponse {
+        guard case .http(let response) = try await run(Transfer(.http(request))) else {
+            throw CurlError(kind: .other, code: -1, message: "unexpected transfer output")
+        }
+        return response
+    }
+
+    /// Submits one message over SMTP(S); the pool keeps the connection for the next one. Never throws
+    /// for what the server or network did: the reply says it (client shut down or cancelled: reply code 0).
+    public func send(_ mail: CurlMailRequest) async -> CurlMailReply {
+        do {
+            guard case .mail(let reply) = try await run(Transfer(.mail(mail))) else {
+                return CurlMailReply(curlCode: -1, replyCode: 0, replyLines: [], error: "unexpected transfer output", messageStarted: false)
+            }
+            return reply
+        } catch {
+            return CurlMailReply(
+                curlCode: error.code, replyCode: 0, replyLines: [], error: error.message, messageStarted: error.kind == .failedAfterSending)
+        }
+    }
+
+    private func run(_ transfer: Transfer) async throws(CurlError) -> Transfer.Output {
         startIfNeeded()
-        let transfer = Transfer(request: request)
         do {
             return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlHTTPResponse, any Error>) in
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Transfer.Output, any Error>) in
                     transfer.continuation = continuation
                     let accepted = shared.withLock { state -> Bool in
                         guard state.stopping == false else { return false }

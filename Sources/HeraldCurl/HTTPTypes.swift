@@ -83,3 +83,66 @@ public struct CurlError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "curl error \(code) (\(kind)): \(message)" }
 }
+
+/// One message to submit over SMTP.
+public struct CurlMailRequest: Sendable {
+    /// `smtp://host:port/<ehlo-name>` or `smtps://host:port/<ehlo-name>`: libcurl takes the EHLO name
+    /// from the path (without one it would send the container's hostname).
+    public var url: String
+    /// Envelope sender (MAIL FROM): where bounces go.
+    public var mailFrom: String
+    public var recipients: [String]
+    /// The complete RFC 5322 message, CRLF line endings; libcurl dot-stuffs it and ends DATA itself.
+    public var message: Data
+    public var username: String?
+    public var password: String?
+    /// STARTTLS or fail (never a silent downgrade to plain text).
+    public var requireTLS: Bool
+    public var caFile: String?
+    public var timeout: Duration
+    public var connectTimeout: Duration
+
+    public init(
+        url: String, mailFrom: String, recipients: [String], message: Data, username: String? = nil, password: String? = nil,
+        requireTLS: Bool = false, caFile: String? = nil, timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10)
+    ) {
+        self.url = url
+        self.mailFrom = mailFrom
+        self.recipients = recipients
+        self.message = message
+        self.username = username
+        self.password = password
+        self.requireTLS = requireTLS
+        self.caFile = caFile
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+    }
+}
+
+/// How an SMTP submission ended.
+public struct CurlMailReply: Sendable, Equatable {
+    /// The `CURLcode` (0 = accepted).
+    public var curlCode: Int
+    /// The last SMTP reply code (250 after a successful DATA; 4xx/5xx when refused; 0 when the
+    /// connection failed before any reply).
+    public var replyCode: Int
+    /// Every reply line the server sent, in order (enhanced status codes included).
+    public var replyLines: [String]
+    /// libcurl's error text, nil when accepted.
+    public var error: String?
+    /// Part of the message had been handed to the server: a failure now may still have delivered it.
+    public var messageStarted: Bool
+
+    public init(curlCode: Int, replyCode: Int, replyLines: [String], error: String?, messageStarted: Bool) {
+        self.curlCode = curlCode
+        self.replyCode = replyCode
+        self.replyLines = replyLines
+        self.error = error
+        self.messageStarted = messageStarted
+    }
+
+    /// The last reply line starting with the final reply code (what to show an operator).
+    public var lastReply: String? {
+        replyLines.last { replyCode > 0 && $0.hasPrefix(String(replyCode)) } ?? replyLines.last
+    }
+}

@@ -5,16 +5,35 @@ import Foundation
 /// Configured and completed on the loop thread.
 final class Transfer: @unchecked Sendable {
     // @unchecked: after `perform` hands it to the inbox, only the loop thread touches it.
-    let request: CurlHTTPRequest
+
+    /// What the transfer does.
+    enum Kind {
+        case http(CurlHTTPRequest)
+        case mail(CurlMailRequest)
+    }
+
+    /// What it produced.
+    enum Output {
+        case http(CurlHTTPResponse)
+        case mail(CurlMailReply)
+    }
+
+    let kind: Kind
     let easy: UnsafeMutableRawPointer
-    var continuation: CheckedContinuation<CurlHTTPResponse, any Error>?
+    var continuation: CheckedContinuation<Output, any Error>?
     var headerList: UnsafeMutablePointer<curl_slist>?
+    var recipientList: UnsafeMutablePointer<curl_slist>?
     var body = Data()
     var responseHeaders: [(name: String, value: String)] = []
+    /// SMTP reply lines, in order.
+    var replyLines: [String] = []
+    /// The message being uploaded (SMTP) and how much of it libcurl has taken.
+    var upload = Data()
+    var uploadOffset = 0
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
-    init(request: CurlHTTPRequest) {
-        self.request = request
+    init(_ kind: Kind) {
+        self.kind = kind
         self.easy = curl_easy_init()
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
@@ -22,25 +41,70 @@ final class Transfer: @unchecked Sendable {
     deinit {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
+        curl_slist_free_all(recipientList)
         errorBuffer.deallocate()
     }
 
     /// Applies the request to the easy handle; returns an error for options libcurl refused.
     func configure() -> CurlError? {
+        switch kind {
+        case .http(let request): configure(request)
+        case .mail(let request): configure(request)
+        }
+    }
+
+    /// Options every transfer shares.
+    private func common(url: String, timeout: Duration, connectTimeout: Duration, caFile: String?) -> [CURLcode] {
         let opaque = Unmanaged.passUnretained(self).toOpaque()
         var codes: [CURLcode] = []
-        codes.append(herald_curl_setopt_string(easy, CURLOPT_URL, request.url))
+        codes.append(herald_curl_setopt_string(easy, CURLOPT_URL, url))
         codes.append(herald_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         codes.append(herald_curl_setopt_pointer(easy, CURLOPT_PRIVATE, opaque))
         codes.append(herald_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
-        codes.append(herald_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeout.curlMilliseconds)))
-        codes.append(herald_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.curlMilliseconds)))
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(timeout.curlMilliseconds)))
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(connectTimeout.curlMilliseconds)))
+        codes.append(herald_curl_setopt_callback(easy, CURLOPT_HEADERFUNCTION, transferWriteHeader))
+        codes.append(herald_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, opaque))
+        if let caFile { codes.append(herald_curl_setopt_string(easy, CURLOPT_CAINFO, caFile)) }
+        return codes
+    }
+
+    private func failure(_ codes: [CURLcode]) -> CurlError? {
+        guard let bad = codes.first(where: { $0 != CURLE_OK }) else { return nil }
+        return CurlError(kind: .configuration, code: Int(bad.rawValue), message: String(cString: curl_easy_strerror(bad)))
+    }
+
+    /// SMTP: envelope, optional STARTTLS requirement and login, the message uploaded from memory.
+    private func configure(_ request: CurlMailRequest) -> CurlError? {
+        let opaque = Unmanaged.passUnretained(self).toOpaque()
+        var codes = common(url: request.url, timeout: request.timeout, connectTimeout: request.connectTimeout, caFile: request.caFile)
+        codes.append(herald_curl_setopt_string(easy, CURLOPT_MAIL_FROM, "<\(request.mailFrom)>"))
+        var list: UnsafeMutablePointer<curl_slist>?
+        for recipient in request.recipients { list = curl_slist_append(list, "<\(recipient)>") }
+        recipientList = list
+        codes.append(herald_curl_setopt_slist(easy, CURLOPT_MAIL_RCPT, list))
+        if request.requireTLS { codes.append(herald_curl_setopt_long(easy, CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue))) }
+        if let username = request.username, let password = request.password {
+            codes.append(herald_curl_setopt_string(easy, CURLOPT_USERNAME, username))
+            codes.append(herald_curl_setopt_string(easy, CURLOPT_PASSWORD, password))
+        }
+        upload = request.message
+        uploadOffset = 0
+        codes.append(herald_curl_setopt_long(easy, CURLOPT_UPLOAD, 1))
+        codes.append(herald_curl_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(request.message.count)))
+        codes.append(herald_curl_setopt_callback(easy, CURLOPT_READFUNCTION, transferReadUpload))
+        codes.append(herald_curl_setopt_pointer(easy, CURLOPT_READDATA, opaque))
+        return failure(codes)
+    }
+
+    /// HTTP/1.1 or HTTP/2.
+    private func configure(_ request: CurlHTTPRequest) -> CurlError? {
+        let opaque = Unmanaged.passUnretained(self).toOpaque()
+        var codes = common(url: request.url, timeout: request.timeout, connectTimeout: request.connectTimeout, caFile: request.caFile)
         codes.append(herald_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         codes.append(herald_curl_setopt_long(easy, CURLOPT_MAXAGE_CONN, 600))
         codes.append(herald_curl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, transferWriteBody))
         codes.append(herald_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, opaque))
-        codes.append(herald_curl_setopt_callback(easy, CURLOPT_HEADERFUNCTION, transferWriteHeader))
-        codes.append(herald_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, opaque))
         switch request.version {
         case .http1_1:
             codes.append(herald_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
@@ -50,9 +114,6 @@ final class Transfer: @unchecked Sendable {
         case .http2PriorKnowledge:
             codes.append(herald_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)))
             codes.append(herald_curl_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
-        }
-        if let caFile = request.caFile {
-            codes.append(herald_curl_setopt_string(easy, CURLOPT_CAINFO, caFile))
         }
         if let payload = request.body {
             codes.append(herald_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, payload.count))
@@ -76,13 +137,29 @@ final class Transfer: @unchecked Sendable {
         list = curl_slist_append(list, "Expect:")
         headerList = list
         codes.append(herald_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
-        if let bad = codes.first(where: { $0 != CURLE_OK }) {
-            return CurlError(kind: .configuration, code: Int(bad.rawValue), message: String(cString: curl_easy_strerror(bad)))
-        }
-        return nil
+        return failure(codes)
     }
 
-    func outcome(_ result: CURLcode) -> Result<CurlHTTPResponse, CurlError> {
+    func outcome(_ result: CURLcode) -> Result<Output, CurlError> {
+        switch kind {
+        case .http: httpOutcome(result).map(Output.http)
+        case .mail: .success(.mail(mailReply(result)))
+        }
+    }
+
+    /// An SMTP exchange always has an answer: the last reply code (0 when the connection failed before
+    /// one), every reply line, and whether the message had started to leave.
+    func mailReply(_ result: CURLcode) -> CurlMailReply {
+        var replyCode = 0
+        herald_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &replyCode)
+        let detail = String(cString: errorBuffer)
+        return CurlMailReply(
+            curlCode: Int(result.rawValue), replyCode: replyCode, replyLines: replyLines,
+            error: result == CURLE_OK ? nil : (detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail),
+            messageStarted: uploadOffset > 0)
+    }
+
+    func httpOutcome(_ result: CURLcode) -> Result<CurlHTTPResponse, CurlError> {
         guard result == CURLE_OK else {
             var requestSize = 0
             herald_curl_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &requestSize)
@@ -131,7 +208,7 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
-    func finish(_ result: Result<CurlHTTPResponse, CurlError>) {
+    func finish(_ result: Result<Output, CurlError>) {
         guard let continuation else { return }
         self.continuation = nil
         switch result {
@@ -141,6 +218,10 @@ final class Transfer: @unchecked Sendable {
     }
 
     func appendHeaderLine(_ line: String) {
+        if case .mail = kind {
+            replyLines.append(line.trimmingCharacters(in: .whitespacesAndNewlines))
+            return
+        }
         let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.hasPrefix("HTTP/") {
             // A new status line (after 100 Continue or a redirect): keep only the final response's headers.
@@ -159,6 +240,18 @@ private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     transfer.body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
     return size * count
+}
+
+private func transferReadUpload(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let buffer, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = min(size * count, transfer.upload.count - transfer.uploadOffset)
+    guard length > 0 else { return 0 }
+    transfer.upload.withUnsafeBytes { raw in
+        UnsafeMutableRawPointer(buffer).copyMemory(from: raw.baseAddress! + transfer.uploadOffset, byteCount: length)
+    }
+    transfer.uploadOffset += length
+    return length
 }
 
 private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {

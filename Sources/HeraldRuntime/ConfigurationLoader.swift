@@ -45,13 +45,20 @@ public enum ConfigurationLoader {
         if let unknown = session.unusedEnvironment().first {
             throw ConfigError(key: unknown, problem: "environment variable matches no configuration key (HERALD_<UPPER_SNAKE_PATH>, e.g. HERALD_SMS_HTTP_URL)")
         }
-        configuration.sms.templates = try loadTemplates(directory: configuration.sms.templateDir)
+        configuration.sms.templates = try loadTemplates(
+            directory: configuration.sms.templateDir, key: "sms.templateDir",
+            files: HeraldConfiguration.smsTemplateNames.map { ("\($0).txt", $0) }, placeholders: HeraldConfiguration.smsTextPlaceholders)
+        configuration.email.templates = try loadTemplates(
+            directory: configuration.email.templateDir, key: "email.templateDir",
+            files: HeraldConfiguration.emailTemplateFiles.map { ($0, $0) }, placeholders: HeraldConfiguration.emailPlaceholders)
         return configuration
     }
 
-    /// Reads `<directory>/<locale>/<name>.txt` for every locale directory; `en` must hold every template.
-    static func loadTemplates(directory: String) throws -> TemplateCatalog {
-        let key = "sms.templateDir"
+    /// Reads `<directory>/<locale>/<file>` for every locale directory into the catalog under `name`;
+    /// `en` must hold every file.
+    static func loadTemplates(
+        directory: String, key: String, files templateFiles: [(file: String, name: String)], placeholders: Set<String>
+    ) throws -> TemplateCatalog {
         let files = FileManager.default
         guard let locales = try? files.contentsOfDirectory(atPath: directory) else {
             throw ConfigError(key: key, problem: "cannot read the template directory '\(directory)'")
@@ -63,20 +70,20 @@ public enum ConfigurationLoader {
             guard locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
                 throw ConfigError(key: key, problem: "'\(locale)' is not a locale directory name (en, de, pt-br …)")
             }
-            for name in HeraldConfiguration.smsTemplateNames {
-                let path = "\(directory)/\(locale)/\(name).txt"
+            for (file, name) in templateFiles {
+                let path = "\(directory)/\(locale)/\(file)"
                 guard let data = files.contents(atPath: path) else { continue }
                 var text = String(decoding: data, as: UTF8.self)
                 while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
                 do {
-                    catalog[locale, default: [:]][name] = try Template(text, allowed: HeraldConfiguration.smsTextPlaceholders)
+                    catalog[locale, default: [:]][name] = try Template(text, allowed: placeholders)
                 } catch {
                     throw ConfigError(key: key, problem: "\(path): \(error.problem)")
                 }
             }
         }
-        for name in HeraldConfiguration.smsTemplateNames where catalog[TemplateCatalog.defaultLocale]?[name] == nil {
-            throw ConfigError(key: key, problem: "\(directory)/\(TemplateCatalog.defaultLocale)/\(name).txt is missing (every lookup falls back to en)")
+        for (file, name) in templateFiles where catalog[TemplateCatalog.defaultLocale]?[name] == nil {
+            throw ConfigError(key: key, problem: "\(directory)/\(TemplateCatalog.defaultLocale)/\(file) is missing (every lookup falls back to en)")
         }
         return TemplateCatalog(catalog)
     }

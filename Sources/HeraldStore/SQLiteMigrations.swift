@@ -97,6 +97,38 @@ enum SQLiteMigrations {
         ALTER TABLE verification_sessions ADD COLUMN credential_hash TEXT;
         CREATE INDEX verification_sessions_phone ON verification_sessions (project_id, phone_number, created_at_ms);
         """,
+        // 4: email accounts, email action codes, second factors; session purpose.
+        """
+        ALTER TABLE users ADD COLUMN email TEXT;
+        ALTER TABLE users ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE users ADD COLUMN password_hash TEXT;
+        ALTER TABLE users ADD COLUMN display_name TEXT;
+        ALTER TABLE users ADD COLUMN email_link_signin INTEGER NOT NULL DEFAULT 0;
+        CREATE UNIQUE INDEX users_email ON users (project_id, email) WHERE email IS NOT NULL;
+        CREATE TABLE mfa_enrollments (
+          project_id TEXT NOT NULL,
+          local_id TEXT NOT NULL,
+          enrollment_id TEXT NOT NULL,
+          phone_number TEXT NOT NULL,
+          display_name TEXT,
+          enrolled_at_ms INTEGER NOT NULL,
+          PRIMARY KEY (project_id, local_id, enrollment_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE oob_codes (
+          code_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          request_type TEXT NOT NULL,
+          email TEXT NOT NULL,
+          created_at_ms INTEGER NOT NULL,
+          expires_at_ms INTEGER NOT NULL,
+          consumed_at_ms INTEGER,
+          job_id TEXT,
+          link_sealed TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX oob_codes_expiry ON oob_codes (expires_at_ms);
+        ALTER TABLE verification_sessions ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signIn';
+        ALTER TABLE verification_sessions ADD COLUMN code_sealed TEXT;
+        """,
     ]
 
     /// Applies missing steps in one transaction per step; safe when several processes start at once.

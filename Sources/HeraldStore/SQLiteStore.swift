@@ -46,8 +46,8 @@ public final class SQLiteStore: HeraldStoreProtocol {
                 """
                 INSERT INTO verification_sessions
                   (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region,
-                   session_info_sealed, client_key, credential_hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   session_info_sealed, client_key, credential_hash, purpose, code_sealed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(session.id), .text(session.projectID), .text(session.phoneNumber), .blob(session.codeHash),
@@ -56,7 +56,8 @@ public final class SQLiteStore: HeraldStoreProtocol {
                     session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
                     session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, .text(session.region),
                     session.sessionInfoSealed.map(SQLiteValue.text) ?? .null, session.clientKey.map(SQLiteValue.text) ?? .null,
-                    session.credentialHash.map(SQLiteValue.text) ?? .null,
+                    session.credentialHash.map(SQLiteValue.text) ?? .null, .text(session.purpose.description),
+                    session.codeSealed.map(SQLiteValue.text) ?? .null,
                 ])
         }
     }
@@ -67,8 +68,8 @@ public final class SQLiteStore: HeraldStoreProtocol {
         }
     }
 
-    private static let sessionColumns =
-        "id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region, session_info_sealed, client_key, credential_hash"
+    static let sessionColumns =
+        "id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region, session_info_sealed, client_key, credential_hash, purpose, code_sealed"
 
     public func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation? {
         try await run { db in
@@ -107,7 +108,7 @@ public final class SQLiteStore: HeraldStoreProtocol {
             try db.query(
                 """
                 SELECT \(Self.sessionColumns) FROM verification_sessions
-                WHERE project_id = ? AND phone_number = ? AND consumed_at_ms IS NULL
+                WHERE project_id = ? AND phone_number = ? AND consumed_at_ms IS NULL AND purpose = 'signIn'
                 ORDER BY created_at_ms DESC LIMIT 1
                 """, [.text(projectID), .text(phoneNumber)]
             ).first.map(Self.session)
@@ -120,12 +121,13 @@ public final class SQLiteStore: HeraldStoreProtocol {
                 """
                 UPDATE verification_sessions SET consumed_at_ms = ?
                 WHERE project_id = ? AND phone_number = ? AND id <> ? AND consumed_at_ms IS NULL
-                """, [.integer(date.millisecondsSince1970), .text(projectID), .text(phoneNumber), .text(keeping)])
+                  AND purpose = (SELECT purpose FROM verification_sessions WHERE id = ?)
+                """, [.integer(date.millisecondsSince1970), .text(projectID), .text(phoneNumber), .text(keeping), .text(keeping)])
         }
     }
 
     static func session(_ row: [SQLiteValue]) throws -> VerificationSession {
-        guard row.count == 14, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
+        guard row.count == 16, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
             let hash = row[3].data, let created = row[4].int, let expires = row[5].int, let attempts = row[6].int,
             let maxAttempts = row[7].int
         else { throw StoreError(code: -1, message: "malformed verification_sessions row") }
@@ -133,47 +135,9 @@ public final class SQLiteStore: HeraldStoreProtocol {
             id: id, projectID: project, phoneNumber: phone, codeHash: hash, createdAt: .init(milliseconds: created),
             expiresAt: .init(milliseconds: expires), attempts: Int(attempts), maxAttempts: Int(maxAttempts),
             consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(uuidString:)),
-            sessionInfoSealed: row[11].string, clientKey: row[12].string, credentialHash: row[13].string)
+            sessionInfoSealed: row[11].string, clientKey: row[12].string, credentialHash: row[13].string,
+            purpose: row[14].string.flatMap(SessionPurpose.init(stored:)) ?? .signIn, codeSealed: row[15].string)
             .with(region: row[10].string ?? "")
-    }
-
-    // MARK: AccountStore
-
-    private static let userColumns = "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled"
-
-    public func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool) {
-        let candidate = SecureRandom.alphanumeric(28)
-        return try await run { db in
-            let rows = try db.query(
-                """
-                INSERT INTO users (local_id, project_id, phone_number, created_at_ms, last_login_at_ms)
-                VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (project_id, phone_number) WHERE phone_number IS NOT NULL
-                DO UPDATE SET last_login_at_ms = excluded.last_login_at_ms
-                RETURNING \(Self.userColumns)
-                """,
-                [.text(candidate), .text(projectID), .text(phoneNumber), .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
-            guard let row = rows.first else { throw StoreError(code: -1, message: "user upsert returned nothing") }
-            let user = try Self.user(row)
-            return (user, user.localID == candidate)
-        }
-    }
-
-    public func user(projectID: String, localID: String) async throws -> UserAccount? {
-        try await run { db in
-            try db.query("SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
-                .first.map(Self.user)
-        }
-    }
-
-    static func user(_ row: [SQLiteValue]) throws -> UserAccount {
-        guard row.count == 7, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
-            let lastLogin = row[4].int
-        else { throw StoreError(code: -1, message: "malformed users row") }
-        return UserAccount(
-            localID: localID, projectID: project, phoneNumber: row[2].string, createdAt: .init(milliseconds: created),
-            lastLoginAt: .init(milliseconds: lastLogin), validSince: row[5].int.map(Date.init(milliseconds:)),
-            disabled: row[6].int.map { $0 != 0 } ?? false)
     }
 
     public func insertRefreshToken(_ record: RefreshTokenRecord) async throws {

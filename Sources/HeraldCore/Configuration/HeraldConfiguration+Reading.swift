@@ -9,6 +9,12 @@ extension HeraldConfiguration {
     public static let defaultGatewayBody = #"{"to":"{{to}}","body":"{{body}}","reference":"{{reference}}"}"#
     /// Message templates every locale directory may hold (`en` must hold all).
     public static let smsTemplateNames = ["verification", "mfa"]
+    /// Placeholders an email template may use.
+    public static let emailPlaceholders: Set<String> = ["link", "app", "email"]
+    /// Email template files per locale (`en` must hold all): `signInLink.subject`, `.txt`, `.html`.
+    public static let emailTemplateFiles = EmailMessage.Template.allCases.flatMap { template in
+        ["subject", "txt", "html"].map { "\(template.rawValue).\($0)" }
+    }
 
     /// Reads and validates every key; throws `ConfigError` naming the first bad or unknown key.
     public init(reader root: ConfigReader) throws {
@@ -109,6 +115,7 @@ extension HeraldConfiguration {
             prefixDigits: try limits.int("prefixDigits", default: 6, in: 2...14),
             checksPerNumber: try limits.rateList("checksPerNumber", default: [RatePolicy(limit: 20, period: .seconds(3600))]),
             pushesPerDevice: try limits.rateList("pushesPerDevice", default: [RatePolicy(limit: 3, period: .seconds(3600))]),
+            perEmail: try limits.rateList("perEmail", default: [RatePolicy(limit: 5, period: .seconds(3600)), RatePolicy(limit: 20, period: .seconds(86_400))]),
             pumping: try Self.pumping(try limits.section("pumping")))
         try limits.finish()
 
@@ -144,16 +151,40 @@ extension HeraldConfiguration {
 
         let email = try root.section("email")
         let smtp = try email.section("smtp")
+        func mailbox(_ reader: ConfigReader, _ key: String, _ text: String?) throws -> Mailbox? {
+            guard let text else { return nil }
+            guard let box = Mailbox(parsing: text) else {
+                throw reader.fail(key, "not a mailbox ('Name <address@domain>' or 'address@domain'; got '\(text)')")
+            }
+            return box
+        }
+        let emailProvider = try email.choice("provider", ["smtp", "console"], default: "smtp")
+        if emailProvider == "console", devMode == false {
+            throw email.fail("provider", "console prints sign-in links to the terminal and needs devMode: true")
+        }
         self.email = Email(
-            from: try email.string("from", default: "Herald <no-reply@localhost>"),
+            provider: emailProvider,
+            rate: try email.rate("rate", default: RatePolicy(limit: 20, period: .seconds(1)))!,
+            from: try mailbox(email, "from", try email.string("from", default: "Herald <no-reply@localhost>"))!,
+            replyTo: try mailbox(email, "replyTo", try email.optionalString("replyTo")),
+            privateRelayFrom: try mailbox(email, "privateRelayFrom", try email.optionalString("privateRelayFrom")),
+            templateDir: try email.string("templateDir", default: "config/templates/email"),
+            templates: TemplateCatalog([:]),
             smtpURL: try smtp.string("url", default: "smtp://127.0.0.1:1025"),
             smtpUsername: try smtp.optionalString("username"),
             smtpPassword: try smtp.optionalString("password"),
             requireTLS: try smtp.bool("requireTLS", default: false),
             heloName: try smtp.string("heloName", default: "localhost"),
-            timeout: try smtp.duration("timeout", default: .seconds(30), in: .seconds(1) ... .seconds(600)))
+            timeout: try smtp.duration("timeout", default: .seconds(30), in: .seconds(1) ... .seconds(600)),
+            caFile: try smtp.optionalString("caFile"))
         guard ["smtp://", "smtps://"].contains(where: self.email.smtpURL.hasPrefix) else {
             throw smtp.fail("url", "must be an smtp:// or smtps:// URL")
+        }
+        guard self.email.heloName.isEmpty == false, self.email.heloName.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }) else {
+            throw smtp.fail("heloName", "must be a host name (letters, digits, '-', '.')")
+        }
+        if (self.email.smtpUsername == nil) != (self.email.smtpPassword == nil) {
+            throw smtp.fail(self.email.smtpUsername == nil ? "username" : "password", "username and password go together")
         }
         try smtp.finish()
         try email.finish()

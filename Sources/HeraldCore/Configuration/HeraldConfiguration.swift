@@ -90,7 +90,9 @@ public struct HeraldConfiguration: Sendable {
 
     /// `admin`.
     public struct Admin: Sendable {
-        /// Bearer tokens for admin endpoints (not yet used).
+        /// Bearer tokens accepted on admin requests (`Authorization: Bearer <token>`): the
+        /// `projects/{p}/accounts` endpoints and `returnOobLink`. firebase-admin in emulator-host mode
+        /// sends `owner`.
         public var tokens: [String]
     }
 
@@ -137,11 +139,15 @@ public struct HeraldConfiguration: Sendable {
             }
         }
 
-        /// `projects[].emailLink` (not yet used).
+        /// `projects[].emailLink`: passwordless sign-in by email.
         public struct EmailLink: Sendable {
+            /// false answers OPERATION_NOT_ALLOWED.
             public var enabled: Bool
+            /// How long a link works (EXPIRED_OOB_CODE after).
             public var linkTTL: Duration
+            /// The handler the link points at (Herald's own `/__/auth/action`, or the app's page).
             public var actionUrl: String
+            /// createAuthUri answers without revealing whether an address is registered.
             public var enumerationProtection: Bool
         }
 
@@ -152,9 +158,11 @@ public struct HeraldConfiguration: Sendable {
             public var jwksUrl: String
         }
 
-        /// `projects[].mfa` (not yet used).
+        /// `projects[].mfa`: phone as a second factor.
         public struct MFA: Sendable {
+            /// `enabled` or `disabled` (OPERATION_NOT_ALLOWED : SMS based MFA not enabled.).
             public var phone: String
+            public var phoneEnabled: Bool { phone == "enabled" }
         }
 
         /// `projects[].appVerification`: proof that a send comes from the real app.
@@ -191,13 +199,17 @@ public struct HeraldConfiguration: Sendable {
         public var checksPerNumber: [RatePolicy]
         /// Silent pushes (`verifyClient`) per device token.
         public var pushesPerDevice: [RatePolicy]
+        /// Sign-in emails to one address.
+        public var perEmail: [RatePolicy]
         /// `limits.pumping`: per-prefix velocity blocks.
         public var pumping: PrefixVelocity.Settings
 
         public init(
             perNumber: [RatePolicy], perIP: [RatePolicy], perProject: [RatePolicy], perCountry: [RatePolicy], perPrefix: [RatePolicy],
-            prefixDigits: Int, checksPerNumber: [RatePolicy], pushesPerDevice: [RatePolicy] = [], pumping: PrefixVelocity.Settings
+            prefixDigits: Int, checksPerNumber: [RatePolicy], pushesPerDevice: [RatePolicy] = [], perEmail: [RatePolicy] = [],
+            pumping: PrefixVelocity.Settings
         ) {
+            self.perEmail = perEmail
             self.perNumber = perNumber
             self.perIP = perIP
             self.perProject = perProject
@@ -236,15 +248,33 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    /// `email` (not yet used).
+    /// `email`: who sign-in mails come from, their texts, and the SMTP server herald-email-worker uses.
     public struct Email: Sendable {
-        public var from: String
+        /// `smtp`, or `console` (prints each mail, link included; devMode only).
+        public var provider: String
+        /// Submissions per period across every email worker (protects the relay's own limits).
+        public var rate: RatePolicy
+        /// `Name <address>`; the address is also the SMTP envelope sender (MAIL FROM, where bounces go).
+        public var from: Mailbox
+        public var replyTo: Mailbox?
+        /// Sender registered with Apple's private email relay; mail to `@privaterelay.appleid.com` must
+        /// come from it or Apple drops it. nil = `from`.
+        public var privateRelayFrom: Mailbox?
+        /// `<dir>/<locale>/signInLink.{subject,txt,html}`.
+        public var templateDir: String
+        /// Loaded from `templateDir` by `ConfigurationLoader`.
+        public var templates: TemplateCatalog
+        /// `smtp://host:port` (STARTTLS when offered, required with `requireTLS`) or `smtps://host:port`.
         public var smtpURL: String
         public var smtpUsername: String?
         public var smtpPassword: String?
+        /// Refuse to send unless STARTTLS succeeds (never downgrade).
         public var requireTLS: Bool
+        /// The EHLO name (libcurl would otherwise send the container's hostname).
         public var heloName: String
         public var timeout: Duration
+        /// Extra CA bundle (PEM) for the SMTP server's certificate.
+        public var caFile: String?
     }
 
     /// `push`: how herald-push-worker delivers (`apns`, or `console` in devMode), the provider key and

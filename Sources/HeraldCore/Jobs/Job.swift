@@ -28,12 +28,14 @@ public struct Job: Sendable, Equatable {
     /// Per-type content.
     public enum Payload: Sendable, Equatable {
         case sms(SMSMessage)
+        case email(EmailMessage)
         case push(PushMessage)
     }
 
     public var type: JobType {
         switch payload {
         case .sms: .sms
+        case .email: .email
         case .push: .push
         }
     }
@@ -93,5 +95,26 @@ public struct PushMessage: Sendable, Equatable {
         self.environment = environment
         self.topic = topic
         self.payload = payload
+    }
+}
+
+/// An email to send: a template and its parameters. The sign-in link travels sealed (`linkSealed`),
+/// because it is as good as a password until it is used or expires.
+public struct EmailMessage: Sendable, Equatable {
+    /// Template names the worker knows (`<templateDir>/<locale>/<name>.{subject,txt,html}`).
+    public enum Template: String, Sendable, CaseIterable {
+        case signInLink
+    }
+
+    /// The recipient, normalized.
+    public var to: String
+    public var template: Template
+    /// `linkSealed`, `app`, …
+    public var params: [String: String]
+
+    public init(to: String, template: Template, params: [String: String]) {
+        self.to = to
+        self.template = template
+        self.params = params
     }
 }

@@ -37,6 +37,10 @@ public enum JobCodec {
             wire.to = message.to
             wire.template = message.template.rawValue
             wire.params = message.params
+        case .email(let message):
+            wire.to = message.to
+            wire.template = message.template.rawValue
+            wire.params = message.params
         case .push(let message):
             wire.deviceToken = message.deviceToken
             wire.environment = message.environment.rawValue
@@ -91,7 +95,17 @@ public enum JobCodec {
             }
             payload = .push(
                 PushMessage(deviceToken: token.lowercased(), environment: environment, topic: try required(wire.topic, "topic"), payload: wire.payload ?? [:]))
-        case .email, .apple:
+        case .email:
+            guard let to = EmailAddress(try required(wire.to, "to")) else {
+                throw DecodingError(field: "to", problem: "not an email address")
+            }
+            guard let template = EmailMessage.Template(rawValue: try required(wire.template, "template")) else {
+                throw DecodingError(
+                    field: "template",
+                    problem: "unknown (expected \(EmailMessage.Template.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            payload = .email(EmailMessage(to: to.value, template: template, params: wire.params ?? [:]))
+        case .apple:
             throw DecodingError(field: "type", problem: "'\(typeName)' jobs are not supported by this version")
         case nil:
             throw DecodingError(field: "type", problem: "unknown job type '\(typeName)'")

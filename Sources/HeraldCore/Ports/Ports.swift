@@ -15,6 +15,14 @@ public protocol DeliveryChannel: Sendable {
     func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome
 }
 
+/// Submits one rendered email. Like `DeliveryChannel`, every answer maps to a `DeliveryOutcome`.
+public protocol EmailChannel: Sendable {
+    /// `smtp` or `console`, for logs and metrics.
+    var name: String { get }
+    /// `envelopeFrom` is the SMTP MAIL FROM (bounces), normally the From address.
+    func deliver(_ message: MIMEMessage, envelopeFrom: String) async -> DeliveryOutcome
+}
+
 /// A rendered SMS, ready for a provider.
 public struct OutgoingSMS: Sendable, Equatable {
     public var jobID: UUID
@@ -32,30 +40,103 @@ public struct OutgoingSMS: Sendable, Equatable {
     }
 }
 
-/// A signed-in user, as much of the Identity Toolkit account as phone sign-in needs.
+/// A user account, the subset of Identity Toolkit's that phone, email-link and second-factor sign-in need.
 public struct UserAccount: Sendable, Equatable {
     /// 28 alphanumerics, Firebase's localId shape.
     public var localID: String
     public var projectID: String
     public var phoneNumber: String?
+    /// Lower-cased.
+    public var email: String?
+    public var emailVerified: Bool
+    /// `PasswordHash` text; set by admins (firebase-admin `create_user(password=…)`), removed when an
+    /// email link proves someone else controls an unverified address.
+    public var passwordHash: String?
+    public var displayName: String?
+    /// The user has signed in with an email link at least once (`signinMethods` lists `emailLink`).
+    public var emailLinkSignin: Bool
     public var createdAt: Date
     public var lastLoginAt: Date
     /// Tokens issued before this instant are revoked.
     public var validSince: Date?
     public var disabled: Bool
+    /// Second factors, oldest first.
+    public var mfaEnrollments: [MFAEnrollment]
 
     public init(
-        localID: String, projectID: String, phoneNumber: String?, createdAt: Date, lastLoginAt: Date,
-        validSince: Date? = nil, disabled: Bool = false
+        localID: String, projectID: String, phoneNumber: String? = nil, email: String? = nil, emailVerified: Bool = false,
+        passwordHash: String? = nil, displayName: String? = nil, emailLinkSignin: Bool = false, createdAt: Date, lastLoginAt: Date,
+        validSince: Date? = nil, disabled: Bool = false, mfaEnrollments: [MFAEnrollment] = []
     ) {
         self.localID = localID
         self.projectID = projectID
         self.phoneNumber = phoneNumber
+        self.email = email
+        self.emailVerified = emailVerified
+        self.passwordHash = passwordHash
+        self.displayName = displayName
+        self.emailLinkSignin = emailLinkSignin
         self.createdAt = createdAt
         self.lastLoginAt = lastLoginAt
         self.validSince = validSince
         self.disabled = disabled
+        self.mfaEnrollments = mfaEnrollments
     }
+}
+
+/// A phone number enrolled as a second factor.
+public struct MFAEnrollment: Sendable, Equatable {
+    /// 28 alphanumerics.
+    public var enrollmentID: String
+    public var phoneNumber: String
+    public var displayName: String?
+    public var enrolledAt: Date
+
+    public init(enrollmentID: String, phoneNumber: String, displayName: String?, enrolledAt: Date) {
+        self.enrollmentID = enrollmentID
+        self.phoneNumber = phoneNumber
+        self.displayName = displayName
+        self.enrolledAt = enrolledAt
+    }
+}
+
+/// An email action code as stored: the hash of the code, the address it was sent to, its life.
+public struct OobRecord: Sendable, Equatable {
+    /// `OobCode.storageHash` of the code.
+    public var codeHash: String
+    public var projectID: String
+    /// `EMAIL_SIGNIN` (the only type Herald sends).
+    public var requestType: String
+    public var email: String
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var consumedAt: Date?
+    /// The email job; nil when an admin took the link instead (`returnOobLink`).
+    public var jobID: UUID?
+    /// The link sealed to the code hash, kept only in devMode for the emulator's `oobCodes`.
+    public var linkSealed: String?
+
+    public init(
+        codeHash: String, projectID: String, requestType: String, email: String, createdAt: Date, expiresAt: Date,
+        consumedAt: Date? = nil, jobID: UUID? = nil, linkSealed: String? = nil
+    ) {
+        self.codeHash = codeHash
+        self.projectID = projectID
+        self.requestType = requestType
+        self.email = email
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.consumedAt = consumedAt
+        self.jobID = jobID
+        self.linkSealed = linkSealed
+    }
+}
+
+/// A write that would give two accounts of a project the same email or phone number.
+public enum AccountConflict: Error, Equatable {
+    case emailExists
+    case phoneNumberExists
+    case localIDExists
 }
 
 /// A refresh token as stored: only its hash, and who it belongs to.
@@ -86,19 +167,47 @@ public protocol VerificationStore: Sendable {
     func consumeSession(id: String, at: Date) async throws -> Bool
     /// Deletes sessions that expired before `date`; returns how many.
     func purgeSessions(expiredBefore date: Date) async throws -> Int
-    /// The newest unconsumed session for a number (reentrant sends).
+    /// The newest unconsumed sign-in session for a number (reentrant sends).
     func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession?
-    /// Ends every open session of a number except `keeping` (a new code was sent).
+    /// Ends every open session of a number with the same purpose except `keeping` (a new code was sent).
     func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws
 }
 
-/// Accounts and refresh tokens.
+/// Accounts and refresh tokens. Writes that would duplicate an email, phone number or localId in a
+/// project throw `AccountConflict`.
 public protocol AccountStore: Sendable {
     /// The user owning `phoneNumber` in `projectID`, created if there is none; `created` tells which.
     func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool)
     func user(projectID: String, localID: String) async throws -> UserAccount?
+    func user(projectID: String, email: String) async throws -> UserAccount?
+    func user(projectID: String, phoneNumber: String) async throws -> UserAccount?
+    /// Up to `limit` users with localId after `after`, in localId order (admin batchGet paging).
+    func users(projectID: String, after: String?, limit: Int) async throws -> [UserAccount]
+    func insertUser(_ user: UserAccount) async throws
+    /// Writes every column of the user (not its second factors).
+    func updateUser(_ user: UserAccount) async throws
+    /// Deletes the user, its second factors and refresh tokens; false when there was none.
+    func deleteUser(projectID: String, localID: String) async throws -> Bool
+    func addMFAEnrollment(_ enrollment: MFAEnrollment, projectID: String, localID: String) async throws
+    /// False when the user had no such enrollment.
+    func removeMFAEnrollment(projectID: String, localID: String, enrollmentID: String) async throws -> Bool
     func insertRefreshToken(_ record: RefreshTokenRecord) async throws
     func refreshToken(hash: String) async throws -> RefreshTokenRecord?
+}
+
+/// Email action codes (`sendOobCode` → `signInWithEmailLink`).
+public protocol OobCodeStore: Sendable {
+    func insertOobCode(_ record: OobRecord) async throws
+    func oobCode(hash: String) async throws -> OobRecord?
+    func deleteOobCode(hash: String) async throws
+    /// Marks the code used; false when it was used already (two clicks racing).
+    func consumeOobCode(hash: String, at date: Date) async throws -> Bool
+    /// Unused, unexpired codes of a project (devMode `oobCodes`).
+    func openOobCodes(projectID: String, now: Date) async throws -> [OobRecord]
+    /// Open phone sessions of a project (devMode `verificationCodes`).
+    func openSessions(projectID: String, now: Date) async throws -> [VerificationSession]
+    /// Deletes codes that expired before `date`; returns how many.
+    func purgeOobCodes(expiredBefore date: Date) async throws -> Int
 }
 
 /// The delivery ledger: one row per job id, the idempotency record that keeps redelivered jobs
@@ -121,6 +230,7 @@ public protocol DeliveryLedger: Sendable {
 
 /// Everything the API and workers keep in the shared store.
 public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & RateLimitStore & AppVerificationStore
+    & OobCodeStore
 
 /// Shared rate-limit state: one GCRA timestamp per key, prefix velocity and blocks. Every API and
 /// worker process on the same store sees the same counts, so N replicas do not allow N times a limit.

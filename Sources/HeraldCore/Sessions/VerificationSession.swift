@@ -28,12 +28,18 @@ public struct VerificationSession: Sendable, Equatable {
     public var clientKey: String?
     /// SHA-256 of the app credential (iOS receipt) the send came with (reentrancy matches on it).
     public var credentialHash: String?
+    /// What the code proves once checked: a sign-in, or a second factor for one user.
+    public var purpose: SessionPurpose
+    /// The code sealed to the session, kept only in devMode for the emulator's `verificationCodes`.
+    public var codeSealed: String?
 
     public init(
         id: String, projectID: String, phoneNumber: String, region: String = "", codeHash: Data, createdAt: Date, expiresAt: Date,
         attempts: Int = 0, maxAttempts: Int, consumedAt: Date? = nil, jobID: UUID? = nil, sessionInfoSealed: String? = nil,
-        clientKey: String? = nil, credentialHash: String? = nil
+        clientKey: String? = nil, credentialHash: String? = nil, purpose: SessionPurpose = .signIn, codeSealed: String? = nil
     ) {
+        self.purpose = purpose
+        self.codeSealed = codeSealed
         self.id = id
         self.projectID = projectID
         self.phoneNumber = phoneNumber
@@ -48,6 +54,36 @@ public struct VerificationSession: Sendable, Equatable {
         self.sessionInfoSealed = sessionInfoSealed
         self.clientKey = clientKey
         self.credentialHash = credentialHash
+    }
+}
+
+/// Why a phone code was sent. A session only works for the operation it was created by, so a code
+/// sent to enroll a second factor can never sign anyone in with the number, and the other way round.
+public enum SessionPurpose: Sendable, Equatable, CustomStringConvertible {
+    /// `sendVerificationCode` → `signInWithPhoneNumber`.
+    case signIn
+    /// `mfaEnrollment:start` for the user `localID`.
+    case mfaEnrollment(localID: String)
+    /// `mfaSignIn:start` for the user's enrollment.
+    case mfaSignIn(localID: String, enrollmentID: String)
+
+    /// The stored form (`signIn`, `mfaEnroll:<localId>`, `mfaSignIn:<localId>:<enrollmentId>`).
+    public var description: String {
+        switch self {
+        case .signIn: "signIn"
+        case .mfaEnrollment(let localID): "mfaEnroll:\(localID)"
+        case .mfaSignIn(let localID, let enrollmentID): "mfaSignIn:\(localID):\(enrollmentID)"
+        }
+    }
+
+    public init?(stored: String) {
+        let parts = stored.split(separator: ":").map(String.init)
+        switch (parts.first, parts.count) {
+        case ("signIn", 1): self = .signIn
+        case ("mfaEnroll", 2): self = .mfaEnrollment(localID: parts[1])
+        case ("mfaSignIn", 3): self = .mfaSignIn(localID: parts[1], enrollmentID: parts[2])
+        default: return nil
+        }
     }
 }
 

@@ -18,6 +18,8 @@ public struct Template: Sendable, Equatable {
         case jsonString
         /// Percent-encoded for `application/x-www-form-urlencoded`.
         case formURLEncoded
+        /// HTML text and attribute values (`&`, `<`, `>`, `"`, `'`): the email's HTML part.
+        case html
     }
 
     /// Why a template text was refused.
@@ -87,6 +89,19 @@ public struct Template: Sendable, Equatable {
             var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
             allowed.insert(charactersIn: "-._~")
             return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+        case .html:
+            var out = ""
+            for character in value {
+                switch character {
+                case "&": out += "&amp;"
+                case "<": out += "&lt;"
+                case ">": out += "&gt;"
+                case "\"": out += "&quot;"
+                case "'": out += "&#39;"
+                default: out.append(character)
+                }
+            }
+            return out
         }
     }
 }

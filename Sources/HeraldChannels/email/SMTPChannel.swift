@@ -1,0 +1,89 @@
+import Foundation
+import HeraldCore
+import HeraldCurl
+
+/// Submits rendered messages to an SMTP server with libcurl (`smtp://` with STARTTLS required when
+/// configured, or `smtps://`), and maps the server's reply: 2xx sent; 4xx and connection failures
+/// retryable (greylisting, a full queue, a relay restarting); 5xx permanent, with the server's reply
+/// text as the reason; a connection lost after the message started to leave is "uncertain".
+public struct SMTPChannel: EmailChannel {
+    public let name = "smtp"
+    let client: CurlClient
+    let settings: HeraldConfiguration.Email
+
+    public init(client: CurlClient, settings: HeraldConfiguration.Email) {
+        self.client = client
+        self.settings = settings
+    }
+
+    /// The URL libcurl needs: the EHLO name goes in the path.
+    var url: String {
+        var base = settings.smtpURL
+        if let schemeEnd = base.range(of: "://"), let slash = base[schemeEnd.upperBound...].firstIndex(of: "/") {
+            base = String(base[..<slash])
+        }
+        return base + "/" + settings.heloName
+    }
+
+    public func deliver(_ message: MIMEMessage, envelopeFrom: String) async -> DeliveryOutcome {
+        let reply = await client.send(
+            CurlMailRequest(
+                url: url, mailFrom: envelopeFrom, recipients: [message.to], message: message.rendered, username: settings.smtpUsername,
+                password: settings.smtpPassword, requireTLS: settings.requireTLS, caFile: settings.caFile, timeout: settings.timeout))
+        return Self.outcome(reply)
+    }
+
+    /// Classifies a submission by reply code first (libcurl reports most refusals as SEND_ERROR or
+    /// WEIRD_SERVER_REPLY, which says nothing about whether to retry).
+    static func outcome(_ reply: CurlMailReply) -> DeliveryOutcome {
+        let text = reply.lastReply.map(Self.redacted) ?? reply.error ?? "no reply"
+        if reply.curlCode == 0, (200..<300).contains(reply.replyCode) {
+            return .sent(reference: nil)
+        }
+        switch reply.replyCode {
+        case 400..<500:
+            return .retryable(reason: "SMTP \(text)", retryAfter: nil)
+        case 500..<600:
+            return .permanent(reason: "SMTP \(text)")
+        default:
+            break
+        }
+        // No usable reply code: a transport or TLS problem.
+        switch reply.curlCode {
+        case 64:  // CURLE_USE_SSL_FAILED
+            return .permanent(reason: "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true")
+        case 60, 77, 58:  // certificate verification, CA file, client certificate
+            return .retryable(reason: "SMTP TLS verification failed: \(reply.error ?? "")", retryAfter: nil)
+        case 28, 55, 56, 52:  // timeout, send, receive, nothing received
+            if reply.messageStarted {
+                return .uncertain(reason: "the SMTP connection broke after the message started to leave: \(reply.error ?? "")")
+            }
+            return .retryable(reason: "SMTP connection failed: \(reply.error ?? "")", retryAfter: nil)
+        default:
+            return .retryable(reason: "SMTP server unreachable: \(reply.error ?? "curl error \(reply.curlCode)")", retryAfter: nil)
+        }
+    }
+
+    /// Reply lines quoted for operators; servers sometimes echo parts of the message, and a sign-in
+    /// link must not reach the logs or the dead-letter reason.
+    static func redacted(_ line: String) -> String {
+        let cut = String(line.prefix(300))
+        return cut.contains("oobCode") ? "(reply text withheld: it quotes the message)" : cut
+    }
+}
+
+/// Development provider: prints each mail's recipient, subject and text part to standard output (never
+/// through the logging system). Allowed only with `devMode: true`, because the text holds the link.
+public struct ConsoleEmailChannel: EmailChannel {
+    public let name = "console"
+    let output: FileHandle
+
+    public init(output: FileHandle = .standardOutput) {
+        self.output = output
+    }
+
+    public func deliver(_ message: MIMEMessage, envelopeFrom: String) async -> DeliveryOutcome {
+        output.write(Data("[console-email] to \(message.to), subject \"\(message.subject)\":\n\(message.text)\n".utf8))
+        return .sent(reference: "console")
+    }
+}

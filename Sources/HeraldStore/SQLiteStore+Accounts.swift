@@ -1,0 +1,250 @@
+import Foundation
+import HeraldCore
+
+/// Accounts and their second factors. Uniqueness of email and phone number per project is the
+/// database's job (partial unique indexes), so two API processes racing to create the same account
+/// cannot both succeed.
+extension SQLiteStore {
+    static let userColumns =
+        "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled, email, email_verified, password_hash, display_name, email_link_signin"
+
+    public func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool) {
+        let candidate = SecureRandom.alphanumeric(28)
+        return try await run { db in
+            let rows = try db.query(
+                """
+                INSERT INTO users (local_id, project_id, phone_number, created_at_ms, last_login_at_ms)
+                VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (project_id, phone_number) WHERE phone_number IS NOT NULL
+                DO UPDATE SET last_login_at_ms = excluded.last_login_at_ms
+                RETURNING \(Self.userColumns)
+                """,
+                [.text(candidate), .text(projectID), .text(phoneNumber), .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
+            guard let row = rows.first else { throw StoreError(code: -1, message: "user upsert returned nothing") }
+            var user = try Self.user(row)
+            user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
+            return (user, user.localID == candidate)
+        }
+    }
+
+    public func user(projectID: String, localID: String) async throws -> UserAccount? {
+        try await oneUser(projectID: projectID, where: "local_id = ?", .text(localID))
+    }
+
+    public func user(projectID: String, email: String) async throws -> UserAccount? {
+        try await oneUser(projectID: projectID, where: "email = ?", .text(email.lowercased()))
+    }
+
+    public func user(projectID: String, phoneNumber: String) async throws -> UserAccount? {
+        try await oneUser(projectID: projectID, where: "phone_number = ?", .text(phoneNumber))
+    }
+
+    private func oneUser(projectID: String, where condition: String, _ value: SQLiteValue) async throws -> UserAccount? {
+        try await run { db in
+            guard let row = try db.query(
+                "SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND \(condition)", [.text(projectID), value]
+            ).first else { return nil }
+            var user = try Self.user(row)
+            user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
+            return user
+        }
+    }
+
+    public func users(projectID: String, after: String?, limit: Int) async throws -> [UserAccount] {
+        try await run { db in
+            try db.query(
+                "SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND local_id > ? ORDER BY local_id LIMIT ?",
+                [.text(projectID), .text(after ?? ""), .integer(Int64(limit))]
+            ).map { row in
+                var user = try Self.user(row)
+                user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
+                return user
+            }
+        }
+    }
+
+    public func insertUser(_ user: UserAccount) async throws {
+        try await run { db in
+            do {
+                try db.query(
+                    """
+                    INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, Self.bindings(user))
+            } catch let error as StoreError {
+                throw Self.conflict(error) ?? error
+            }
+        }
+    }
+
+    public func updateUser(_ user: UserAccount) async throws {
+        try await run { db in
+            do {
+                var values = Array(Self.bindings(user).dropFirst(2))
+                values += [.text(user.projectID), .text(user.localID)]
+                try db.query(
+                    """
+                    UPDATE users SET phone_number = ?, created_at_ms = ?, last_login_at_ms = ?, valid_since_ms = ?, disabled = ?,
+                      email = ?, email_verified = ?, password_hash = ?, display_name = ?, email_link_signin = ?
+                    WHERE project_id = ? AND local_id = ?
+                    """, values)
+            } catch let error as StoreError {
+                throw Self.conflict(error) ?? error
+            }
+        }
+    }
+
+    public func deleteUser(projectID: String, localID: String) async throws -> Bool {
+        try await run { db in
+            try db.transaction {
+                try db.query("DELETE FROM users WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
+                let deleted = db.changes > 0
+                try db.query("DELETE FROM mfa_enrollments WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
+                try db.query("DELETE FROM refresh_tokens WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
+                return deleted
+            }
+        }
+    }
+
+    public func addMFAEnrollment(_ enrollment: MFAEnrollment, projectID: String, localID: String) async throws {
+        try await run { db in
+            try db.query(
+                """
+                INSERT INTO mfa_enrollments (project_id, local_id, enrollment_id, phone_number, display_name, enrolled_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+                [.text(projectID), .text(localID), .text(enrollment.enrollmentID), .text(enrollment.phoneNumber),
+                 enrollment.displayName.map(SQLiteValue.text) ?? .null, .integer(enrollment.enrolledAt.millisecondsSince1970)])
+        }
+    }
+
+    public func removeMFAEnrollment(projectID: String, localID: String, enrollmentID: String) async throws -> Bool {
+        try await run { db in
+            try db.query(
+                "DELETE FROM mfa_enrollments WHERE project_id = ? AND local_id = ? AND enrollment_id = ?",
+                [.text(projectID), .text(localID), .text(enrollmentID)])
+            return db.changes > 0
+        }
+    }
+
+    static func enrollments(_ db: SQLiteConnection, projectID: String, localID: String) throws -> [MFAEnrollment] {
+        try db.query(
+            """
+            SELECT enrollment_id, phone_number, display_name, enrolled_at_ms FROM mfa_enrollments
+            WHERE project_id = ? AND local_id = ? ORDER BY enrolled_at_ms, enrollment_id
+            """, [.text(projectID), .text(localID)]
+        ).map { row in
+            guard let id = row[0].string, let phone = row[1].string, let enrolled = row[3].int else {
+                throw StoreError(code: -1, message: "malformed mfa_enrollments row")
+            }
+            return MFAEnrollment(enrollmentID: id, phoneNumber: phone, displayName: row[2].string, enrolledAt: Date(milliseconds: enrolled))
+        }
+    }
+
+    static func bindings(_ user: UserAccount) -> [SQLiteValue] {
+        [
+            .text(user.localID), .text(user.projectID), user.phoneNumber.map(SQLiteValue.text) ?? .null,
+            .integer(user.createdAt.millisecondsSince1970), .integer(user.lastLoginAt.millisecondsSince1970),
+            user.validSince.map { .integer($0.millisecondsSince1970) } ?? .null, .integer(user.disabled ? 1 : 0),
+            user.email.map { .text($0.lowercased()) } ?? .null, .integer(user.emailVerified ? 1 : 0),
+            user.passwordHash.map(SQLiteValue.text) ?? .null, user.displayName.map(SQLiteValue.text) ?? .null,
+            .integer(user.emailLinkSignin ? 1 : 0),
+        ]
+    }
+
+    /// Which uniqueness rule a failed write broke, from SQLite's message.
+    static func conflict(_ error: StoreError) -> AccountConflict? {
+        guard error.message.contains("UNIQUE constraint failed") else { return nil }
+        if error.message.contains("users.email") { return .emailExists }
+        if error.message.contains("users.phone_number") { return .phoneNumberExists }
+        if error.message.contains("users.local_id") { return .localIDExists }
+        return nil
+    }
+
+    static func user(_ row: [SQLiteValue]) throws -> UserAccount {
+        guard row.count == 12, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
+            let lastLogin = row[4].int
+        else { throw StoreError(code: -1, message: "malformed users row") }
+        return UserAccount(
+            localID: localID, projectID: project, phoneNumber: row[2].string, email: row[7].string,
+            emailVerified: (row[8].int ?? 0) != 0, passwordHash: row[9].string, displayName: row[10].string,
+            emailLinkSignin: (row[11].int ?? 0) != 0, createdAt: .init(milliseconds: created),
+            lastLoginAt: .init(milliseconds: lastLogin), validSince: row[5].int.map(Date.init(milliseconds:)),
+            disabled: row[6].int.map { $0 != 0 } ?? false)
+    }
+}
+
+/// Email action codes, and the devMode listings of open codes.
+extension SQLiteStore {
+    static let oobColumns = "code_hash, project_id, request_type, email, created_at_ms, expires_at_ms, consumed_at_ms, job_id, link_sealed"
+
+    public func insertOobCode(_ record: OobRecord) async throws {
+        try await run { db in
+            try db.query(
+                "INSERT INTO oob_codes (\(Self.oobColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [.text(record.codeHash), .text(record.projectID), .text(record.requestType), .text(record.email),
+                 .integer(record.createdAt.millisecondsSince1970), .integer(record.expiresAt.millisecondsSince1970),
+                 record.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
+                 record.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, record.linkSealed.map(SQLiteValue.text) ?? .null])
+        }
+    }
+
+    public func oobCode(hash: String) async throws -> OobRecord? {
+        try await run { db in
+            try db.query("SELECT \(Self.oobColumns) FROM oob_codes WHERE code_hash = ?", [.text(hash)]).first.map(Self.oob)
+        }
+    }
+
+    public func deleteOobCode(hash: String) async throws {
+        try await run { db in
+            try db.query("DELETE FROM oob_codes WHERE code_hash = ?", [.text(hash)])
+        }
+    }
+
+    public func consumeOobCode(hash: String, at date: Date) async throws -> Bool {
+        try await run { db in
+            try db.query(
+                "UPDATE oob_codes SET consumed_at_ms = ? WHERE code_hash = ? AND consumed_at_ms IS NULL RETURNING code_hash",
+                [.integer(date.millisecondsSince1970), .text(hash)]
+            ).isEmpty == false
+        }
+    }
+
+    public func openOobCodes(projectID: String, now: Date) async throws -> [OobRecord] {
+        try await run { db in
+            try db.query(
+                """
+                SELECT \(Self.oobColumns) FROM oob_codes
+                WHERE project_id = ? AND consumed_at_ms IS NULL AND expires_at_ms > ? ORDER BY created_at_ms
+                """, [.text(projectID), .integer(now.millisecondsSince1970)]
+            ).map(Self.oob)
+        }
+    }
+
+    public func openSessions(projectID: String, now: Date) async throws -> [VerificationSession] {
+        try await run { db in
+            try db.query(
+                """
+                SELECT \(Self.sessionColumns) FROM verification_sessions
+                WHERE project_id = ? AND consumed_at_ms IS NULL AND expires_at_ms > ? ORDER BY created_at_ms
+                """, [.text(projectID), .integer(now.millisecondsSince1970)]
+            ).map(Self.session)
+        }
+    }
+
+    public func purgeOobCodes(expiredBefore date: Date) async throws -> Int {
+        try await run { db in
+            try db.query("DELETE FROM oob_codes WHERE expires_at_ms < ?", [.integer(date.millisecondsSince1970)])
+            return db.changes
+        }
+    }
+
+    static func oob(_ row: [SQLiteValue]) throws -> OobRecord {
+        guard row.count == 9, let hash = row[0].string, let project = row[1].string, let type = row[2].string, let email = row[3].string,
+            let created = row[4].int, let expires = row[5].int
+        else { throw StoreError(code: -1, message: "malformed oob_codes row") }
+        return OobRecord(
+            codeHash: hash, projectID: project, requestType: type, email: email, createdAt: Date(milliseconds: created),
+            expiresAt: Date(milliseconds: expires), consumedAt: row[6].int.map(Date.init(milliseconds:)),
+            jobID: row[7].string.flatMap(UUID.init(uuidString:)), linkSealed: row[8].string)
+    }
+}
