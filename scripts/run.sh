@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: broker, build, then herald-api, herald-sms-worker and herald-push-worker in the foreground with
-# config/herald.yaml (devMode, console SMS provider). Ctrl-C stops what this script started, only that.
+# `make run`: broker, build, then herald-api, herald-sms-worker, herald-email-worker and herald-push-worker in
+# the foreground with config/herald.yaml (devMode, console providers). Ctrl-C stops what this script started, only that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +25,7 @@ trap cleanup INT TERM EXIT
 
 "$BIN/herald-api" --config "$CONFIG" & pids+=($!)
 "$BIN/herald-sms-worker" --config "$CONFIG" & pids+=($!)
+"$BIN/herald-email-worker" --config "$CONFIG" & pids+=($!)
 "$BIN/herald-push-worker" --config "$CONFIG" & pids+=($!)
 
 cat <<MSG
@@ -32,12 +33,16 @@ cat <<MSG
 Herald is running (Ctrl-C stops it):
   API            http://127.0.0.1:9099   (JWKS at /.well-known/jwks.json, metrics at /metrics)
   sms worker     http://127.0.0.1:9101/metrics   (console provider: SMS texts appear below)
+  email worker   http://127.0.0.1:9102/metrics   (console provider: sign-in mails appear below)
   push worker    http://127.0.0.1:9103/metrics   (console provider: silent pushes appear below)
 
 Try:
   curl -s -X POST 'http://127.0.0.1:9099/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode?key=demo-api-key' \\
        -H 'Content-Type: application/json' -d '{"phoneNumber":"+15555550100"}'
+  curl -s -X POST 'http://127.0.0.1:9099/identitytoolkit.googleapis.com/v1/accounts:sendOobCode?key=demo-api-key' \\
+       -H 'Content-Type: application/json' \\
+       -d '{"requestType":"EMAIL_SIGNIN","email":"alice@example.com","continueUrl":"http://localhost/finish"}'
 
 MSG
-# Wait until either process exits (then stop the other) or Ctrl-C.
+# Wait until any process exits (then stop the others) or Ctrl-C.
 wait -n "${pids[@]}" || true

@@ -9,4 +9,6 @@ scripts/broker.sh start
 swift build --build-tests
 # End-to-end tests start the real executables from here.
 export HERALDTEST_BIN_DIR="$(swift build --show-bin-path)"
+# The SMTP server and firebase-admin tests run Python from the project venv.
+export HERALDTEST_PYTHON="$PWD/.herald/venv/bin/python"
 swift test --skip-build "$@"

@@ -85,14 +85,27 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     let verifier = AppVerifier(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
         captcha: CaptchaVerifier(client: CurlClient(logger: logger), logger: logger), clock: dependencies.clock, logger: logger)
+    let completion = SignInCompletion(store: dependencies.store, tokens: dependencies.tokens, keys: dependencies.keys, clock: dependencies.clock)
+    let signedIn = SignedInUser(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
     let phone = PhoneSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, tokens: dependencies.tokens,
-        limits: configuration.limits, verifier: verifier, clock: dependencies.clock, logger: logger)
+        limits: configuration.limits, verifier: verifier, completion: completion, devMode: configuration.devMode, clock: dependencies.clock,
+        logger: logger)
     let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
+    let emailLink = EmailLinkSignIn(
+        store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
+        completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock, logger: logger)
+    let accounts = Accounts(store: dependencies.store, signedIn: signedIn, completion: completion, clock: dependencies.clock, logger: logger)
+    let mfa = PhoneMFA(
+        store: dependencies.store, phone: phone, verifier: verifier, completion: completion, signedIn: signedIn, clock: dependencies.clock,
+        logger: logger)
     IdentityToolkitRoutes(
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
-        verifier: verifier, refresh: refresh
+        verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa,
+        admin: AdminAuthorization(tokens: configuration.admin.tokens)
     ).register(on: router)
+    ActionRoutes(configuration: configuration).register(on: router)
+    EmulatorRoutes(store: dependencies.store, keys: dependencies.keys, configuration: configuration, clock: dependencies.clock).register(on: router)
 
     let jwks = dependencies.tokens.jwksDocument
     router.get("/.well-known/jwks.json") { _, _ -> Response in
@@ -133,6 +146,7 @@ struct StoreMaintenance: Service {
                 _ = try await store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400))
                 _ = try await store.purgeRates(before: now.microsecondsSince1970)
                 _ = try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(-86_400))
+                _ = try await store.purgeOobCodes(expiredBefore: now.addingTimeInterval(-86_400))
                 for entry in try await store.conversion(since: now.addingTimeInterval(-3600)) {
                     let dimensions = [("country", entry.region)]
                     Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)

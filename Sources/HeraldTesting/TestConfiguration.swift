@@ -44,10 +44,27 @@ public struct TestConfiguration: Sendable {
     public var apnsURL: String? = nil
     public var apnsCAFile: String? = nil
     public var apnsKey: (id: String, team: String, file: String)? = nil
+    /// nil: devMode exactly when a console provider is used.
+    public var devMode: Bool? = nil
+    public var authorizedDomains = ["localhost", "app.example.com"]
+    /// The `emailLink` section of the test project.
+    public var emailLink = "{enabled: true, linkTTL: 1h, actionUrl: \"https://auth.example.com/__/auth/action\", enumerationProtection: false}"
+    public var mfa = "{phone: enabled}"
+    public var adminTokens = ["owner"]
+    public var emailProvider = "smtp"
+    public var smtpURL = "smtp://127.0.0.1:1"
+    public var smtpTimeout = "5s"
+    public var emailFrom = "Herald Test <no-reply@herald.test>"
+    public var privateRelayFrom: String? = nil
+    public var emailRetryDelays = ["300ms", "1s", "2s"]
 
     /// The repository's config/templates/sms, wherever the tests run from.
-    public static let templateDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("config/templates/sms").path
+    public static let templateDir = repositoryRoot.appendingPathComponent("config/templates/sms").path
+    /// The repository's config/templates/email.
+    public static let emailTemplateDir = repositoryRoot.appendingPathComponent("config/templates/email").path
+    /// The checkout the tests were built from.
+    public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     public init() {}
 
@@ -64,27 +81,40 @@ public struct TestConfiguration: Sendable {
             state: {dir: "\(stateDir)"}
             amqp: {url: "\(amqpURL)", exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s}
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}
-            devMode: \(provider == "console")
+            devMode: \(devMode ?? (provider == "console" || emailProvider == "console"))
+            admin: {tokens: [\(adminTokens.map { "\"\($0)\"" }.joined(separator: ", "))]}
             logging: {level: \(logLevel), format: \(logFormat)}
             projects:
               - id: \(Self.projectID)
                 displayName: Herald Test
                 apiKeys: [\(Self.apiKey)]
                 iosBundleIds: [\(iosBundleIds.joined(separator: ", "))]
+                authorizedDomains: [\(authorizedDomains.joined(separator: ", "))]
+                emailLink: \(emailLink)
+                mfa: \(mfa)
                 phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), resendAfter: \(resendAfter), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions), originDomain: \(originDomain ?? "null"), androidAppHash: \(androidAppHash.map { "\"\($0)\"" } ?? "null")}
                 appVerification: \(appVerification)
               - id: disabled-project
                 apiKeys: [\(Self.disabledAPIKey)]
                 phone: {enabled: false}
+                emailLink: {enabled: false}
+                mfa: {phone: disabled}
             limits: \(limits)
             sms:
               provider: \(provider)
               perNumberSpacing: \(perNumberSpacing)
               templateDir: "\(Self.templateDir)"
               http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}}
+            email:
+              provider: \(emailProvider)
+              from: "\(emailFrom)"
+              privateRelayFrom: \(privateRelayFrom.map { "\"\($0)\"" } ?? "null")
+              templateDir: "\(Self.emailTemplateDir)"
+              smtp: {url: "\(smtpURL)", heloName: herald.test, timeout: \(smtpTimeout)}
             push:
               apns: {url: \(apnsURL.map { "\"\($0)\"" } ?? "null"), caFile: \(apnsCAFile.map { "\"\($0)\"" } ?? "null"), keyId: \(apnsKey.map { "\"\($0.id)\"" } ?? "null"), teamId: \(apnsKey.map { "\"\($0.team)\"" } ?? "null"), keyFile: \(apnsKey.map { "\"\($0.file)\"" } ?? "null")}
             workers:
+              email: {concurrency: 8, retryDelays: [\(emailRetryDelays.joined(separator: ", "))], throttleDelays: [100ms, 1s], metricsPort: 0}
               push: {concurrency: 8, retryDelays: [300ms, 1s], throttleDelays: [100ms], metricsPort: 0}
               sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], throttleDelays: [\(throttleDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
             """

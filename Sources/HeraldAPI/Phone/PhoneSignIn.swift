@@ -12,20 +12,25 @@ struct PhoneSignIn: Sendable {
     let tokens: TokenIssuer
     let limits: HeraldConfiguration.Limits
     let verifier: AppVerifier
+    let completion: SignInCompletion
+    /// devMode keeps each code sealed in its session for the emulator's `verificationCodes`.
+    let devMode: Bool
     let clock: any WallClock
     let logger: Logger
 
     var limiter: RateLimiter { RateLimiter(store: store) }
     var sealer: Sealer { Sealer(key: keys.sealing) }
 
-    /// What a successful sign-in returns.
+    /// What a successful sign-in returns (tokens, or the second-factor challenge for an enrolled user).
     struct SignedIn: Encodable {
-        var idToken: String
-        var refreshToken: String
-        var expiresIn: String
+        var idToken: String?
+        var refreshToken: String?
+        var expiresIn: String?
         var localId: String
         var isNewUser: Bool
         var phoneNumber: String
+        var mfaPendingCredential: String?
+        var mfaInfo: [SignInCompletion.MFAInfo]?
     }
 
     /// Where a send request came from, as app verification and limits need it.
@@ -44,8 +49,8 @@ struct PhoneSignIn: Sendable {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
         let phone = try Self.parsePhone(body.string("phoneNumber"))
-        let fixedCode = project.phone.testNumbers[phone.e164]
-        let verdict = try await verifier.check(project: project, body: body, bundleID: origin.bundleID, isTestNumber: fixedCode != nil)
+        let verdict = try await verifier.check(
+            project: project, body: body, bundleID: origin.bundleID, isTestNumber: project.phone.testNumbers[phone.e164] != nil)
         let now = clock.now
 
         if let open = try await store.latestOpenSession(projectID: project.id, phoneNumber: phone.e164),
@@ -60,7 +65,19 @@ struct PhoneSignIn: Sendable {
         if let captchaToken = verdict.pendingCaptcha {
             try await verifier.verifyCaptcha(captchaToken, project: project, remoteIP: origin.remoteIP)
         }
+        return try await issueCode(
+            project: project, phone: phone, purpose: .signIn, template: .verification, origin: origin, credentialHash: verdict.credentialHash)
+    }
 
+    /// Creates a session for `purpose` and, unless `phone` is a test number, admits the send under the
+    /// limits and publishes the SMS job; returns the client's sessionInfo once the broker confirmed it.
+    /// Sign-in, second-factor enrollment and second-factor sign-in all send through here.
+    func issueCode(
+        project: HeraldConfiguration.Project, phone: PhoneNumber, purpose: SessionPurpose, template: SMSMessage.Template, origin: Origin,
+        credentialHash: String?
+    ) async throws -> String {
+        let fixedCode = project.phone.testNumbers[phone.e164]
+        let now = clock.now
         let token = SessionToken.generate()
         let sessionID = SessionToken.storageID(for: token)
         func session(code: String, jobID: UUID?) -> VerificationSession {
@@ -69,7 +86,8 @@ struct PhoneSignIn: Sendable {
                 codeHash: OneTimeCode.hash(code, session: sessionID, key: keys.codeHashing), createdAt: now,
                 expiresAt: now.adding(project.phone.codeTTL), maxAttempts: project.phone.maxCheckAttempts, jobID: jobID,
                 sessionInfoSealed: sealer.seal(token, context: Self.sealingContext(sessionID)), clientKey: origin.clientKey,
-                credentialHash: verdict.credentialHash)
+                credentialHash: credentialHash, purpose: purpose,
+                codeSealed: devMode ? sealer.seal(code, context: "code:" + sessionID) : nil)
         }
 
         if let fixedCode {
@@ -87,7 +105,7 @@ struct PhoneSignIn: Sendable {
             id: jobID, project: project.id, createdAt: now, expiresAt: now.adding(project.phone.codeTTL), locale: origin.locale,
             payload: .sms(
                 SMSMessage(
-                    to: phone.e164, template: .verification,
+                    to: phone.e164, template: template,
                     params: Self.smsParams(project, sealedCode: Sealer(key: keys.sealing).seal(code, jobID: jobID)))))
 
         try await store.insertSession(session(code: code, jobID: jobID))
@@ -137,9 +155,34 @@ struct PhoneSignIn: Sendable {
         if body.string("idToken") != nil {
             throw HeraldError(.notImplemented, "Linking a phone number to a signed-in user (idToken) is not supported yet.")
         }
+        let session = try await checkCode(project: project, sessionInfo: sessionInfo, code: code) { $0 == .signIn }
+        let now = clock.now
+        let (user, created) = try await store.findOrCreateUser(projectID: project.id, phoneNumber: session.phoneNumber, now: now)
+        guard user.disabled == false else { throw HeraldError(.userDisabled) }
+        Counter(label: "herald_api_sign_ins_total", dimensions: [("project", project.id), ("outcome", "ok")]).increment()
+        logger.info(
+            "phone sign-in", metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created)])
+        var answer = SignedIn(localId: user.localID, isNewUser: created, phoneNumber: session.phoneNumber)
+        switch try await completion.complete(user, provider: "phone") {
+        case .signedIn(let tokens):
+            answer.idToken = tokens.idToken
+            answer.refreshToken = tokens.refreshToken
+            answer.expiresIn = tokens.expiresIn
+        case .secondFactorRequired(let pending, let factors):
+            answer.mfaPendingCredential = pending
+            answer.mfaInfo = factors
+        }
+        return answer
+    }
+
+    /// Spends one check attempt of the session and, with the right code, consumes it. A session made for
+    /// another purpose answers INVALID_SESSION_INFO, as an unknown one does.
+    func checkCode(
+        project: HeraldConfiguration.Project, sessionInfo: String, code: String, purpose accepts: (SessionPurpose) -> Bool
+    ) async throws -> VerificationSession {
         let sessionID = SessionToken.storageID(for: sessionInfo)
         var reservation = try await store.reserveCheckAttempt(sessionID: sessionID)
-        if reservation?.session.projectID != project.id { reservation = nil }
+        if let reserved = reservation?.session, reserved.projectID != project.id || accepts(reserved.purpose) == false { reservation = nil }
         let decision = CodeCheckStateMachine.decide(
             reservation,
             codeMatches: { OneTimeCode.matches(code, session: sessionID, storedHash: $0.codeHash, key: keys.codeHashing) },
@@ -163,21 +206,10 @@ struct PhoneSignIn: Sendable {
             session = value
         }
         guard try await store.consumeSession(id: sessionID, at: clock.now) else { throw HeraldError(.invalidSessionInfo) }
-        let now = clock.now
-        let (user, created) = try await store.findOrCreateUser(projectID: project.id, phoneNumber: session.phoneNumber, now: now)
-        guard user.disabled == false else { throw HeraldError(.userDisabled) }
-        let idToken = try await tokens.idToken(for: user, provider: "phone", authTime: now, now: now)
-        let refresh = tokens.refreshToken(for: user, provider: "phone", now: now)
-        try await store.insertRefreshToken(refresh.record)
-        Counter(label: "herald_api_sign_ins_total", dimensions: [("project", project.id), ("outcome", "ok")]).increment()
         if session.jobID != nil {
             Counter(label: "herald_api_verifications_total", dimensions: [("project", project.id), ("country", session.region)]).increment()
         }
-        logger.info(
-            "phone sign-in", metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created)])
-        return SignedIn(
-            idToken: idToken, refreshToken: refresh.token, expiresIn: String(Int(tokens.idTokenTTL.seconds)), localId: user.localID,
-            isNewUser: created, phoneNumber: session.phoneNumber)
+        return session
     }
 
     /// Region policy, prefix blocks, rate limits and pumping detection for one real send; returns the

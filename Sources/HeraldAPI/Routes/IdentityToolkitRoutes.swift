@@ -12,6 +12,10 @@ struct IdentityToolkitRoutes: Sendable {
     let phone: PhoneSignIn
     let verifier: AppVerifier
     let refresh: TokenRefresh
+    let emailLink: EmailLinkSignIn
+    let accounts: Accounts
+    let mfa: PhoneMFA
+    let admin: AdminAuthorization
 
     /// Legacy relyingparty names → v1 operations.
     static let legacyNames: [String: String] = [
@@ -28,10 +32,7 @@ struct IdentityToolkitRoutes: Sendable {
     ]
 
     /// Operations SDKs call that later releases implement: 501, so a client sees what is missing.
-    static let plannedOperations: Set<String> = [
-        "accounts:sendOobCode", "accounts:signInWithEmailLink", "accounts:createAuthUri", "accounts:signInWithIdp",
-        "accounts:lookup", "accounts:update", "accounts:delete",
-    ]
+    static let plannedOperations: Set<String> = ["accounts:signInWithIdp"]
 
     func register(on router: Router<HeraldRequestContext>) {
         router.post("/identitytoolkit.googleapis.com/v1/:operation") { request, context in
@@ -51,6 +52,29 @@ struct IdentityToolkitRoutes: Sendable {
                 return JSONWire.response(RecaptchaConfig(project: project))
             }
         }
+        for prefix in ["/identitytoolkit.googleapis.com/v2/accounts", "/v2/accounts"] {
+            router.post(RouterPath(prefix + "/:operation")) { request, context in
+                try await handleV2(operation: context.parameters.get("operation") ?? "", request, context)
+            }
+        }
+        // Admin (firebase-admin): the project comes from the path, the caller must be an admin.
+        for prefix in ["/identitytoolkit.googleapis.com/v1/projects/:project", "/v1/projects/:project"] {
+            router.post(RouterPath(prefix + "/accounts")) { request, context in
+                let project = try adminProject(request, context)
+                return JSONWire.response(try await accounts.create(project: project, body: try await Self.body(of: request, context)))
+            }
+            router.get(RouterPath(prefix + "/accounts:batchGet")) { request, context in
+                let project = try adminProject(request, context)
+                let query = request.uri.queryParameters
+                return JSONWire.response(
+                    try await accounts.batchGet(
+                        project: project, maxResults: query.get("maxResults").flatMap { Int($0) }, pageToken: query.get("nextPageToken")))
+            }
+            router.post(RouterPath(prefix + "/:operation")) { request, context in
+                let project = try adminProject(request, context)
+                return try await handle(operation: context.parameters.get("operation") ?? "", project: project, request, context)
+            }
+        }
         router.post("/securetoken.googleapis.com/v1/token") { request, context in
             let project = try resolver.project(for: request)
             let body = try await Self.body(of: request, context)
@@ -59,7 +83,13 @@ struct IdentityToolkitRoutes: Sendable {
     }
 
     func handle(operation: String, _ request: Request, _ context: HeraldRequestContext) async throws -> Response {
-        let project = try resolver.project(for: request)
+        try await handle(operation: operation, project: try resolver.project(for: request), request, context)
+    }
+
+    func handle(
+        operation: String, project: HeraldConfiguration.Project, _ request: Request, _ context: HeraldRequestContext
+    ) async throws -> Response {
+        let isAdmin = admin.isAdmin(authorization: request.headers[.authorization])
         switch operation {
         case "accounts:sendVerificationCode":
             let body = try await Self.body(of: request, context)
@@ -74,11 +104,60 @@ struct IdentityToolkitRoutes: Sendable {
         case "accounts:signInWithPhoneNumber":
             let body = try await Self.body(of: request, context)
             return JSONWire.response(try await phone.signIn(project: project, body: body))
+        case "accounts:sendOobCode":
+            let body = try await Self.body(of: request, context)
+            let origin = origin(of: request, context, body: body)
+            return JSONWire.response(
+                try await emailLink.sendOobCode(
+                    project: project, body: body,
+                    origin: .init(
+                        clientKey: origin.clientKey, locale: origin.locale, isAdmin: isAdmin,
+                        apiKey: request.uri.queryParameters.get("key") ?? request.headers[HTTPField.Name("x-goog-api-key")!] ?? project.apiKeys[0],
+                        traceparent: origin.traceparent)))
+        case "accounts:signInWithEmailLink":
+            return JSONWire.response(try await emailLink.signIn(project: project, body: try await Self.body(of: request, context)))
+        case "accounts:createAuthUri":
+            return JSONWire.response(try await accounts.createAuthUri(project: project, body: try await Self.body(of: request, context)))
+        case "accounts:lookup":
+            return JSONWire.response(try await accounts.lookup(project: project, body: try await Self.body(of: request, context), isAdmin: isAdmin))
+        case "accounts:update":
+            return JSONWire.response(try await accounts.update(project: project, body: try await Self.body(of: request, context), isAdmin: isAdmin))
+        case "accounts:delete":
+            return JSONWire.response(try await accounts.delete(project: project, body: try await Self.body(of: request, context), isAdmin: isAdmin))
         case _ where Self.plannedOperations.contains(operation):
             throw HeraldError(.notImplemented, "\(operation) is not implemented in Herald yet.")
         default:
             throw HeraldError(.notFound)
         }
+    }
+
+    /// v2: phone second factors.
+    func handleV2(operation: String, _ request: Request, _ context: HeraldRequestContext) async throws -> Response {
+        let project = try resolver.project(for: request)
+        let body = try await Self.body(of: request, context)
+        switch operation {
+        case "mfaEnrollment:start":
+            return JSONWire.response(try await mfa.startEnrollment(project: project, body: body, origin: origin(of: request, context, body: body)))
+        case "mfaEnrollment:finalize":
+            return JSONWire.response(try await mfa.finalizeEnrollment(project: project, body: body))
+        case "mfaEnrollment:withdraw":
+            return JSONWire.response(try await mfa.withdraw(project: project, body: body))
+        case "mfaSignIn:start":
+            return JSONWire.response(try await mfa.startSignIn(project: project, body: body, origin: origin(of: request, context, body: body)))
+        case "mfaSignIn:finalize":
+            return JSONWire.response(try await mfa.finalizeSignIn(project: project, body: body))
+        default:
+            throw HeraldError(.notFound)
+        }
+    }
+
+    /// The project named in an admin path; only admin callers get it.
+    func adminProject(_ request: Request, _ context: HeraldRequestContext) throws -> HeraldConfiguration.Project {
+        guard admin.isAdmin(authorization: request.headers[.authorization]) else { throw HeraldError(.insufficientPermission) }
+        guard let id = context.parameters.get("project"), let project = resolver.configuration.project(id: id) else {
+            throw HeraldError(.notFound)
+        }
+        return project
     }
 
     func origin(of request: Request, _ context: HeraldRequestContext, body: WireBody) -> PhoneSignIn.Origin {

@@ -46,10 +46,12 @@ public struct TokenIssuer: Sendable {
     /// The JSON Web Key Set with the public key (`GET /.well-known/jwks.json`).
     public var jwksDocument: String { jwks }
 
-    /// A signed ID token for `user`, who signed in with `provider` at `authTime`.
-    public func idToken(for user: UserAccount, provider: String, authTime: Date, now: Date) async throws -> String {
+    /// A signed ID token for `user`, who signed in with `provider` at `authTime` (and, when set, passed
+    /// the second factor `secondFactor`).
+    public func idToken(for user: UserAccount, provider: String, authTime: Date, now: Date, secondFactor: MFAEnrollment? = nil) async throws -> String {
         var identities: [String: [String]] = [:]
         if let phone = user.phoneNumber { identities["phone"] = [phone] }
+        if let email = user.email { identities["email"] = [email] }
         let payload = IDTokenClaims(
             iss: IssuerClaim(value: "https://securetoken.google.com/\(user.projectID)"),
             aud: AudienceClaim(value: user.projectID),
@@ -59,8 +61,40 @@ public struct TokenIssuer: Sendable {
             user_id: user.localID,
             auth_time: Int(authTime.timeIntervalSince1970),
             phone_number: user.phoneNumber,
-            firebase: .init(identities: identities, sign_in_provider: provider))
+            email: user.email,
+            email_verified: user.email == nil ? nil : user.emailVerified,
+            name: user.displayName,
+            firebase: .init(
+                identities: identities, sign_in_provider: provider, sign_in_second_factor: secondFactor == nil ? nil : "phone",
+                second_factor_identifier: secondFactor?.enrollmentID))
         return try await keys.sign(payload, kid: JWKIdentifier(string: keyID))
+    }
+
+    /// What a verified ID token says.
+    public struct Verified: Sendable {
+        public var projectID: String
+        public var localID: String
+        public var issuedAt: Date
+        public var provider: String
+        public var secondFactor: String?
+    }
+
+    /// Checks an ID token this issuer signed: signature, expiry, audience. Malformed, foreign or for
+    /// another project → INVALID_ID_TOKEN; expired → TOKEN_EXPIRED.
+    public func verify(_ idToken: String, projectID: String, now: Date) async throws(HeraldError) -> Verified {
+        let claims: IDTokenClaims
+        do {
+            claims = try await keys.verify(idToken, as: IDTokenClaims.self)
+        } catch {
+            if let jwt = error as? JWTError, jwt.errorType == .claimVerificationFailure { throw HeraldError(.tokenExpired) }
+            throw HeraldError(.invalidIDToken)
+        }
+        guard claims.aud.value.contains(projectID), claims.exp.value > now else {
+            throw HeraldError(claims.exp.value > now ? .invalidIDToken : .tokenExpired)
+        }
+        return Verified(
+            projectID: projectID, localID: claims.sub.value, issuedAt: claims.iat.value, provider: claims.firebase.sign_in_provider,
+            secondFactor: claims.firebase.second_factor_identifier)
     }
 
     /// A new opaque refresh token and the record to store (only its hash is kept).
@@ -77,6 +111,8 @@ struct IDTokenClaims: JWTPayload {
     struct Firebase: Codable, Sendable {
         var identities: [String: [String]]
         var sign_in_provider: String
+        var sign_in_second_factor: String?
+        var second_factor_identifier: String?
     }
 
     var iss: IssuerClaim
@@ -87,6 +123,9 @@ struct IDTokenClaims: JWTPayload {
     var user_id: String
     var auth_time: Int
     var phone_number: String?
+    var email: String?
+    var email_verified: Bool?
+    var name: String?
     var firebase: Firebase
 
     func verify(using algorithm: some JWTAlgorithm) throws {

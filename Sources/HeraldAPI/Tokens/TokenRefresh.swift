@@ -27,7 +27,10 @@ struct TokenRefresh: Sendable {
         else { throw HeraldError(.invalidRefreshToken) }
         guard user.disabled == false else { throw HeraldError(.userDisabled) }
         if let validSince = user.validSince, record.createdAt < validSince { throw HeraldError(.tokenExpired) }
-        let idToken = try await tokens.idToken(for: user, provider: record.provider, authTime: record.createdAt, now: clock.now)
+        let provider = RefreshProvider(stored: record.provider)
+        let secondFactor = provider.secondFactor.flatMap { id in user.mfaEnrollments.first { $0.enrollmentID == id } }
+        let idToken = try await tokens.idToken(
+            for: user, provider: provider.provider, authTime: record.createdAt, now: clock.now, secondFactor: secondFactor)
         return Refreshed(
             id_token: idToken, access_token: idToken, expires_in: String(Int(tokens.idTokenTTL.seconds)), refresh_token: token,
             user_id: user.localID, project_id: project.id)

@@ -58,6 +58,20 @@ struct WireBody {
         }
     }
 
+    /// A list of strings (`["a","b"]`), or one string as a one-element list.
+    func strings(_ name: String) -> [String] {
+        switch raw(name) {
+        case let list as [Any]: return list.compactMap { $0 as? String }.filter { $0.isEmpty == false }
+        case let text as String: return text.isEmpty ? [] : [text]
+        default: return []
+        }
+    }
+
+    /// A nested object (`phoneEnrollmentInfo`), nil when absent or not an object.
+    func object(_ name: String) -> WireBody? {
+        (raw(name) as? [String: Any]).map(WireBody.init(fields:))
+    }
+
     /// True when the field is present at all (even empty).
     func contains(_ name: String) -> Bool { raw(name) != nil }
 

@@ -74,6 +74,40 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let userDisabled = Code("USER_DISABLED")
         public static let userNotFound = Code("USER_NOT_FOUND")
         public static let invalidIDToken = Code("INVALID_ID_TOKEN")
+        public static let missingIDToken = Code("MISSING_ID_TOKEN")
+        public static let missingLocalID = Code("MISSING_LOCAL_ID")
+        public static let duplicateLocalID = Code("DUPLICATE_LOCAL_ID")
+        public static let emailExists = Code("EMAIL_EXISTS")
+        public static let phoneNumberExists = Code("PHONE_NUMBER_EXISTS")
+        public static let weakPassword = Code("WEAK_PASSWORD")
+        public static let invalidRequestType = Code("INVALID_REQ_TYPE")
+        public static let insufficientPermission = Code(
+            "INSUFFICIENT_PERMISSION", http: 403, reason: "forbidden", status: "PERMISSION_DENIED")
+        public static let missingIdentifier = Code("MISSING_IDENTIFIER")
+        public static let invalidIdentifier = Code("INVALID_IDENTIFIER")
+
+        // Email links.
+        public static let missingRequestType = Code("MISSING_REQ_TYPE")
+        public static let missingEmail = Code("MISSING_EMAIL")
+        public static let invalidEmail = Code("INVALID_EMAIL")
+        public static let missingContinueURI = Code("MISSING_CONTINUE_URI")
+        public static let invalidContinueURI = Code("INVALID_CONTINUE_URI")
+        public static let unauthorizedDomain = Code("UNAUTHORIZED_DOMAIN")
+        public static let missingOobCode = Code("MISSING_OOB_CODE")
+        public static let invalidOobCode = Code("INVALID_OOB_CODE")
+        public static let expiredOobCode = Code("EXPIRED_OOB_CODE")
+
+        // Second factors.
+        public static let unsupportedFirstFactor = Code("UNSUPPORTED_FIRST_FACTOR")
+        public static let unverifiedEmail = Code("UNVERIFIED_EMAIL")
+        public static let secondFactorExists = Code("SECOND_FACTOR_EXISTS")
+        public static let secondFactorLimitExceeded = Code("SECOND_FACTOR_LIMIT_EXCEEDED")
+        public static let missingMFAPendingCredential = Code("MISSING_MFA_PENDING_CREDENTIAL")
+        public static let invalidMFAPendingCredential = Code("INVALID_MFA_PENDING_CREDENTIAL")
+        public static let missingMFAEnrollmentID = Code("MISSING_MFA_ENROLLMENT_ID")
+        public static let mfaEnrollmentNotFound = Code("MFA_ENROLLMENT_NOT_FOUND")
+        public static let missingCredential = Code("MISSING_CREDENTIAL")
+        public static let invalidProjectID = Code("INVALID_PROJECT_ID")
     }
 
     public let code: Code

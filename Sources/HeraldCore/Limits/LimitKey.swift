@@ -18,12 +18,14 @@ public enum LimitKind: String, Sendable, CaseIterable {
     case spacing
     /// Silent pushes to one device token (Apple throttles background pushes).
     case device
+    /// Sign-in emails to one address.
+    case email
 
     /// Identity Toolkit answers per-user limits with TOO_MANY_ATTEMPTS_TRY_LATER and shared quotas
     /// with QUOTA_EXCEEDED; SDKs show them differently.
     public var refusal: HeraldError.Code {
         switch self {
-        case .number, .ip, .checks, .spacing, .device: .tooManyAttempts
+        case .number, .ip, .checks, .spacing, .device, .email: .tooManyAttempts
         case .project, .country, .prefix, .provider: .quotaExceeded
         }
     }
@@ -40,6 +42,7 @@ public enum LimitKind: String, Sendable, CaseIterable {
         case .provider: "sms.http.rate"
         case .spacing: "sms.perNumberSpacing"
         case .device: "limits.pushesPerDevice"
+        case .email: "limits.perEmail"
         }
     }
 }
@@ -79,6 +82,15 @@ public struct LimitCheck: Sendable, Equatable {
         var checks: [LimitCheck] = []
         if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
         checks += limits.pushesPerDevice.map { LimitCheck(kind: .device, scope: project, subject: deviceTokenHash, policy: $0) }
+        return checks
+    }
+
+    /// The limits of one sign-in email: per client address, per recipient, per project.
+    public static func forEmail(project: String, email: String, clientKey: String?, limits: HeraldConfiguration.Limits) -> [LimitCheck] {
+        var checks: [LimitCheck] = []
+        if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
+        checks += limits.perEmail.map { LimitCheck(kind: .email, scope: project, subject: email, policy: $0) }
+        checks += limits.perProject.map { LimitCheck(kind: .project, scope: project, subject: project, policy: $0) }
         return checks
     }
 

@@ -1,0 +1,231 @@
+import Foundation
+import HeraldCore
+import Logging
+
+/// The account operations SDKs and firebase-admin use: `createAuthUri`, `lookup`, `update`, `delete`,
+/// and the admin-only create and batchGet. End users act on themselves through an ID token; admins
+/// (bearer token from `admin.tokens`) act on any user by localId.
+struct Accounts: Sendable {
+    let store: any HeraldStoreProtocol
+    let signedIn: SignedInUser
+    let completion: SignInCompletion
+    let clock: any WallClock
+    let logger: Logger
+
+    // MARK: createAuthUri
+
+    struct AuthURI: Encodable {
+        var kind = "identitytoolkit#CreateAuthUriResponse"
+        var registered: Bool?
+        var allProviders: [String]?
+        var signinMethods: [String]?
+        var sessionId: String
+    }
+
+    /// `fetchSignInMethodsForEmail`. With `emailLink.enumerationProtection` the answer is the same for
+    /// every address, registered or not.
+    func createAuthUri(project: HeraldConfiguration.Project, body: WireBody) async throws -> AuthURI {
+        if body.string("providerId") != nil { throw HeraldError(.notImplemented, "createAuthUri with providerId is not supported by Herald.") }
+        guard let identifier = body.string("identifier") else { throw HeraldError(.missingIdentifier) }
+        guard let continueURI = body.string("continueUri") else { throw HeraldError(.missingContinueURI) }
+        guard let email = EmailAddress(identifier) else { throw HeraldError(.invalidIdentifier) }
+        guard URL(string: continueURI)?.scheme != nil, URL(string: continueURI)?.host != nil else {
+            throw HeraldError(.invalidContinueURI)
+        }
+        let sessionID = SecureRandom.alphanumeric(27)
+        if project.emailLink.enumerationProtection { return AuthURI(sessionId: sessionID) }
+        guard let user = try await store.user(projectID: project.id, email: email.value) else {
+            return AuthURI(registered: false, sessionId: sessionID)
+        }
+        var methods: [String] = []
+        if user.passwordHash != nil { methods.append("password") }
+        if user.emailLinkSignin { methods.append("emailLink") }
+        return AuthURI(registered: true, allProviders: methods.isEmpty ? nil : ["password"], signinMethods: methods, sessionId: sessionID)
+    }
+
+    // MARK: lookup
+
+    struct LookedUp: Encodable {
+        var kind = "identitytoolkit#GetAccountInfoResponse"
+        var users: [UserInfo]?
+    }
+
+    /// End users: `{idToken}`. Admins: any of `localId[]`, `email[]`, `phoneNumber[]`.
+    func lookup(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> LookedUp {
+        if isAdmin, body.string("idToken") == nil {
+            var found: [String: UserAccount] = [:]
+            var order: [String] = []
+            func add(_ user: UserAccount?) {
+                guard let user, found[user.localID] == nil else { return }
+                found[user.localID] = user
+                order.append(user.localID)
+            }
+            for id in body.strings("localId") { add(try await store.user(projectID: project.id, localID: id)) }
+            for email in body.strings("email") {
+                if let address = EmailAddress(email) { add(try await store.user(projectID: project.id, email: address.value)) }
+            }
+            for phone in body.strings("phoneNumber") { add(try await store.user(projectID: project.id, phoneNumber: phone)) }
+            let users = order.compactMap { found[$0] }.map(UserInfo.init)
+            return LookedUp(users: users.isEmpty ? nil : users)
+        }
+        let (user, _) = try await signedIn.resolve(body.string("idToken"), project: project)
+        return LookedUp(users: [UserInfo(user)])
+    }
+
+    // MARK: delete
+
+    func delete(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> [String: String] {
+        let localID: String
+        if isAdmin, body.string("idToken") == nil {
+            guard let id = body.string("localId") else { throw HeraldError(.missingLocalID) }
+            localID = id
+        } else {
+            localID = try await signedIn.resolve(body.string("idToken"), project: project).user.localID
+        }
+        guard try await store.deleteUser(projectID: project.id, localID: localID) else { throw HeraldError(.userNotFound) }
+        logger.info("account deleted", metadata: ["project": .string(project.id), "user": .string(localID), "by": .string(isAdmin ? "admin" : "user")])
+        return ["kind": "identitytoolkit#DeleteAccountResponse"]
+    }
+
+    // MARK: update
+
+    struct Updated: Encodable {
+        var kind = "identitytoolkit#SetAccountInfoResponse"
+        var localId: String
+        var email: String?
+        var emailVerified: Bool
+        var displayName: String?
+        var providerUserInfo: [UserInfo.ProviderInfo]
+        var idToken: String?
+        var refreshToken: String?
+        var expiresIn: String?
+    }
+
+    /// The fields SDKs and firebase-admin send: displayName, email, password, deleteAttribute[],
+    /// deleteProvider[] (`phone`, `password`); admins also phoneNumber, emailVerified, disableUser,
+    /// validSince (firebase-admin's revoke_refresh_tokens).
+    func update(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> Updated {
+        var user: UserAccount
+        var caller: TokenIssuer.Verified?
+        if isAdmin, body.string("idToken") == nil {
+            guard let id = body.string("localId") else { throw HeraldError(.missingLocalID) }
+            guard let found = try await store.user(projectID: project.id, localID: id) else { throw HeraldError(.userNotFound) }
+            user = found
+        } else {
+            guard body.string("idToken") != nil else {
+                throw HeraldError(.invalidRequestType, "Unsupported request parameters.")
+            }
+            (user, caller) = try await signedIn.resolve(body.string("idToken"), project: project)
+            for adminOnly in ["phoneNumber", "emailVerified", "disableUser", "validSince", "customAttributes"] where body.contains(adminOnly) {
+                throw HeraldError(.insufficientPermission)
+            }
+        }
+        var credentialsChanged = false
+        if let name = body.string("displayName") { user.displayName = name }
+        for attribute in body.strings("deleteAttribute") {
+            switch attribute {
+            case "DISPLAY_NAME": user.displayName = nil
+            case "PHOTO_URL": break
+            default: throw HeraldError(.invalidArgument, "Unsupported deleteAttribute \(EmailLinkSignIn.printable(attribute)).")
+            }
+        }
+        for provider in body.strings("deleteProvider") {
+            switch provider {
+            case "phone": user.phoneNumber = nil
+            case "password":
+                user.passwordHash = nil
+                user.emailLinkSignin = false
+            default: break
+            }
+        }
+        if body.contains("email") {
+            guard let email = EmailAddress(body.string("email")) else { throw HeraldError(.invalidEmail) }
+            if email.value != user.email {
+                user.email = email.value
+                user.emailVerified = false
+                credentialsChanged = true
+            }
+        }
+        if let password = body.string("password") {
+            guard password.count >= PasswordHash.minimumLength else { throw HeraldError(.weakPassword, "Password should be at least 6 characters") }
+            user.passwordHash = try PasswordHash.make(password)
+            credentialsChanged = true
+        }
+        if isAdmin {
+            if body.contains("phoneNumber") {
+                user.phoneNumber = try body.string("phoneNumber").map { try PhoneSignIn.parsePhone($0).e164 }
+            }
+            if let verified = body.bool("emailVerified") { user.emailVerified = verified }
+            if let disabled = body.bool("disableUser") { user.disabled = disabled }
+            if let seconds = body.string("validSince").flatMap(Double.init) { user.validSince = Date(timeIntervalSince1970: seconds) }
+        }
+        do {
+            try await store.updateUser(user)
+        } catch let conflict as AccountConflict {
+            throw Self.error(for: conflict)
+        }
+        var answer = Updated(
+            localId: user.localID, email: user.email, emailVerified: user.emailVerified, displayName: user.displayName,
+            providerUserInfo: UserInfo(user).providerUserInfo)
+        if credentialsChanged, let caller {
+            // Changing the email or password hands the user fresh tokens, as Identity Toolkit does.
+            let session = try await completion.session(for: user, provider: caller.provider, secondFactor: nil)
+            answer.idToken = session.idToken
+            answer.refreshToken = session.refreshToken
+            answer.expiresIn = session.expiresIn
+        }
+        return answer
+    }
+
+    // MARK: admin create and batchGet
+
+    /// `POST /v1/projects/{p}/accounts` (firebase-admin `create_user`).
+    func create(project: HeraldConfiguration.Project, body: WireBody) async throws -> [String: String] {
+        let now = clock.now
+        var user = UserAccount(
+            localID: body.string("localId") ?? SecureRandom.alphanumeric(28), projectID: project.id, createdAt: now, lastLoginAt: now)
+        guard user.localID.count <= 128 else { throw HeraldError(.invalidArgument, "localId is longer than 128 characters.") }
+        if body.contains("email") {
+            guard let email = EmailAddress(body.string("email")) else { throw HeraldError(.invalidEmail) }
+            user.email = email.value
+        }
+        if let phone = body.string("phoneNumber") { user.phoneNumber = try PhoneSignIn.parsePhone(phone).e164 }
+        if let password = body.string("password") {
+            guard password.count >= PasswordHash.minimumLength else { throw HeraldError(.weakPassword, "Password should be at least 6 characters") }
+            user.passwordHash = try PasswordHash.make(password)
+        }
+        user.displayName = body.string("displayName")
+        user.emailVerified = body.bool("emailVerified") ?? false
+        user.disabled = body.bool("disabled") ?? false
+        do {
+            try await store.insertUser(user)
+        } catch let conflict as AccountConflict {
+            throw Self.error(for: conflict)
+        }
+        logger.info("account created by an admin", metadata: ["project": .string(project.id), "user": .string(user.localID)])
+        var answer = ["kind": "identitytoolkit#SignupNewUserResponse", "localId": user.localID]
+        if let email = user.email { answer["email"] = email }
+        return answer
+    }
+
+    struct Batch: Encodable {
+        var kind = "identitytoolkit#DownloadAccountResponse"
+        var users: [UserInfo]?
+        var nextPageToken: String?
+    }
+
+    /// `GET /v1/projects/{p}/accounts:batchGet?maxResults=&nextPageToken=` (firebase-admin `list_users`).
+    func batchGet(project: HeraldConfiguration.Project, maxResults: Int?, pageToken: String?) async throws -> Batch {
+        let limit = min(max(maxResults ?? 20, 1), 1000)
+        let users = try await store.users(projectID: project.id, after: pageToken, limit: limit)
+        return Batch(users: users.isEmpty ? nil : users.map(UserInfo.init), nextPageToken: users.count == limit ? users.last?.localID : nil)
+    }
+
+    static func error(for conflict: AccountConflict) -> HeraldError {
+        switch conflict {
+        case .emailExists: HeraldError(.emailExists)
+        case .phoneNumberExists: HeraldError(.phoneNumberExists)
+        case .localIDExists: HeraldError(.duplicateLocalID)
+        }
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import HeraldCore
+import Logging
+import Metrics
+
+/// The server side of Firebase email-link sign-in: `sendOobCode` (EMAIL_SIGNIN) stores a hashed,
+/// expiring, single-use code and queues the email; `signInWithEmailLink` spends it for a user.
+struct EmailLinkSignIn: Sendable {
+    let store: any HeraldStoreProtocol
+    let publisher: any JobPublisher
+    let keys: HeraldKeys
+    let limits: HeraldConfiguration.Limits
+    let completion: SignInCompletion
+    let signedIn: SignedInUser
+    let devMode: Bool
+    let clock: any WallClock
+    let logger: Logger
+
+    var limiter: RateLimiter { RateLimiter(store: store) }
+    var sealer: Sealer { Sealer(key: keys.sealing) }
+
+    /// Where the request came from.
+    struct Origin {
+        var clientKey: String?
+        var locale: String?
+        var isAdmin: Bool
+        var apiKey: String
+        var traceparent: TraceParent
+    }
+
+    /// `GetOobConfirmationCodeResponse`; `oobCode`/`oobLink` only for admins asking `returnOobLink`.
+    struct Sent: Encodable {
+        var kind = "identitytoolkit#GetOobConfirmationCodeResponse"
+        var email: String
+        var oobCode: String?
+        var oobLink: String?
+    }
+
+    func sendOobCode(project: HeraldConfiguration.Project, body: WireBody, origin: Origin) async throws -> Sent {
+        if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
+        guard let requestType = body.string("requestType") else { throw HeraldError(.missingRequestType) }
+        let returnLink = body.bool("returnOobLink") == true
+        if returnLink, origin.isAdmin == false { throw HeraldError(.insufficientPermission) }
+        guard requestType == "EMAIL_SIGNIN" else {
+            throw HeraldError(.notImplemented, "requestType \(Self.printable(requestType)) is not supported by Herald (only EMAIL_SIGNIN).")
+        }
+        guard project.emailLink.enabled else { throw HeraldError(.operationNotAllowed) }
+        guard let rawEmail = body.string("email") else { throw HeraldError(.missingEmail) }
+        guard let email = EmailAddress(rawEmail) else { throw HeraldError(.invalidEmail) }
+        let continueURL = try Self.continueURL(body.string("continueUrl"), project: project, required: origin.isAdmin == false)
+        let actionURL = try Self.actionURL(project: project, linkDomain: body.string("linkDomain") ?? body.string("dynamicLinkDomain"))
+        if let bundle = body.string("iOSBundleId"), bundle.count > 255 { throw HeraldError(.invalidArgument, "iOSBundleId is too long.") }
+
+        let now = clock.now
+        let code = OobCode.generate()
+        let codeHash = OobCode.storageHash(code)
+        let link = SignInLink(
+            actionURL: actionURL, apiKey: origin.apiKey, oobCode: code, continueURL: continueURL?.url.absoluteString,
+            languageCode: origin.locale ?? TemplateCatalog.defaultLocale
+        ).text
+        var record = OobRecord(
+            codeHash: codeHash, projectID: project.id, requestType: requestType, email: email.value, createdAt: now,
+            expiresAt: now.adding(project.emailLink.linkTTL),
+            linkSealed: devMode ? sealer.seal(link, context: "oob:" + codeHash) : nil)
+
+        if returnLink {
+            // firebase-admin's generate_sign_in_with_email_link: the caller delivers the link itself.
+            try await store.insertOobCode(record)
+            logger.info("email sign-in link generated for an admin", metadata: ["project": .string(project.id), "email": .string(email.masked)])
+            return Sent(email: email.value, oobCode: code, oobLink: link)
+        }
+
+        let checks = LimitCheck.forEmail(project: project.id, email: email.value, clientKey: origin.clientKey, limits: limits)
+        if let refusal = try await limiter.admit(checks, now: now) {
+            logger.notice(
+                "email link refused by a limit",
+                metadata: ["project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey), "policy": .string(refusal.check.policy.description), "email": .string(email.masked)])
+            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+            throw HeraldError(refusal.check.kind.refusal, nil, retryAfter: refusal.retryAfter)
+        }
+        let jobID = UUID()
+        record.jobID = jobID
+        let job = Job(
+            id: jobID, project: project.id, createdAt: now, expiresAt: record.expiresAt, locale: origin.locale,
+            payload: .email(EmailMessage(to: email.value, template: .signInLink, params: ["linkSealed": sealer.seal(link, jobID: jobID), "app": project.displayName])))
+        try await store.insertOobCode(record)
+        try await store.recordPending(jobID: jobID, projectID: project.id, type: .email, destination: email.value, now: now)
+        do {
+            try await publisher.publish(job, traceparent: origin.traceparent)
+        } catch {
+            try? await store.deleteOobCode(hash: codeHash)
+            try? await store.recordDelivery(jobID: jobID, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
+            try? await limiter.refund(checks, now: clock.now)
+            logger.error(
+                "email job not confirmed by the broker",
+                metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "error": .string("\(error)")])
+            throw HeraldError(.unavailable, "The sign-in email could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
+        }
+        Counter(label: "herald_api_email_links_total", dimensions: [("project", project.id)]).increment()
+        logger.info(
+            "email sign-in link queued",
+            metadata: [
+                "project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "email": .string(email.masked),
+                "traceparent": .string(origin.traceparent.description),
+            ])
+        return Sent(email: email.value)
+    }
+
+    /// `EmailLinkSigninResponse`, or the second-factor challenge.
+    struct SignedIn: Encodable {
+        var kind = "identitytoolkit#EmailLinkSigninResponse"
+        var email: String
+        var localId: String
+        var isNewUser: Bool
+        var idToken: String?
+        var refreshToken: String?
+        var expiresIn: String?
+        var mfaPendingCredential: String?
+        var mfaInfo: [SignInCompletion.MFAInfo]?
+    }
+
+    func signIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> SignedIn {
+        if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
+        guard project.emailLink.enabled else { throw HeraldError(.operationNotAllowed) }
+        guard let rawEmail = body.string("email") else { throw HeraldError(.missingEmail) }
+        guard let code = body.string("oobCode") else { throw HeraldError(.missingOobCode) }
+        let codeHash = OobCode.storageHash(code)
+        guard let record = try await store.oobCode(hash: codeHash), record.projectID == project.id, record.requestType == "EMAIL_SIGNIN",
+            record.consumedAt == nil
+        else { throw HeraldError(.invalidOobCode) }
+        guard EmailAddress(rawEmail)?.value == record.email else {
+            throw HeraldError(.invalidEmail, "The email provided does not match the sign-in email address.")
+        }
+        let now = clock.now
+        guard record.expiresAt > now else { throw HeraldError(.expiredOobCode) }
+        // A signed-in caller links the address to itself; checked before the code is spent.
+        let linking = try await body.string("idToken").asyncMap { try await signedIn.resolve($0, project: project).user }
+        guard try await store.consumeOobCode(hash: codeHash, at: now) else { throw HeraldError(.invalidOobCode) }
+
+        let (user, created) = try await account(for: record.email, linkingTo: linking, project: project, now: now)
+        guard user.disabled == false else { throw HeraldError(.userDisabled) }
+        Counter(label: "herald_api_email_sign_ins_total", dimensions: [("project", project.id)]).increment()
+        logger.info(
+            "email-link sign-in",
+            metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created), "linked": .stringConvertible(linking != nil)])
+        var answer = SignedIn(email: record.email, localId: user.localID, isNewUser: created)
+        switch try await completion.complete(user, provider: "password") {
+        case .signedIn(let session):
+            answer.idToken = session.idToken
+            answer.refreshToken = session.refreshToken
+            answer.expiresIn = session.expiresIn
+        case .secondFactorRequired(let pending, let factors):
+            answer.mfaPendingCredential = pending
+            answer.mfaInfo = factors
+        }
+        return answer
+    }
+
+    /// The account the link signs in: the linking user, the address's user, or a new one. Proving
+    /// control of an address that an unverified account with a password claims removes that password
+    /// and revokes the account's earlier sessions (someone else may have registered it).
+    private func account(
+        for email: String, linkingTo linking: UserAccount?, project: HeraldConfiguration.Project, now: Date
+    ) async throws -> (UserAccount, Bool) {
+        if var user = linking {
+            if let owner = try await store.user(projectID: project.id, email: email), owner.localID != user.localID {
+                throw HeraldError(.emailExists)
+            }
+            user.email = email
+            user.emailVerified = true
+            user.emailLinkSignin = true
+            user.lastLoginAt = now
+            do {
+                try await store.updateUser(user)
+            } catch AccountConflict.emailExists {
+                throw HeraldError(.emailExists)
+            }
+            return (user, false)
+        }
+        if var user = try await store.user(projectID: project.id, email: email) {
+            if user.emailVerified == false, user.passwordHash != nil {
+                user.passwordHash = nil
+                user.validSince = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+                logger.notice(
+                    "email link proved an unverified address: its password was removed and older sessions revoked",
+                    metadata: ["project": .string(project.id), "user": .string(user.localID)])
+            }
+            user.emailVerified = true
+            user.emailLinkSignin = true
+            user.lastLoginAt = now
+            try await store.updateUser(user)
+            return (user, false)
+        }
+        let user = UserAccount(
+            localID: SecureRandom.alphanumeric(28), projectID: project.id, email: email, emailVerified: true, emailLinkSignin: true,
+            createdAt: now, lastLoginAt: now)
+        do {
+            try await store.insertUser(user)
+            return (user, true)
+        } catch AccountConflict.emailExists {
+            // Another request created it a moment ago: sign in to that one.
+            return try await account(for: email, linkingTo: nil, project: project, now: now)
+        }
+    }
+
+    /// The continue URL, checked against the project's authorized domains.
+    static func continueURL(_ text: String?, project: HeraldConfiguration.Project, required: Bool) throws(HeraldError) -> ContinueURL? {
+        guard let text else {
+            if required { throw HeraldError(.missingContinueURI) }
+            return nil
+        }
+        do {
+            return try ContinueURL(text, authorizedDomains: project.authorizedDomains)
+        } catch {
+            switch error {
+            case .malformed: throw HeraldError(.invalidContinueURI, "((expected an absolute URI with valid scheme and host))")
+            case .unauthorized: throw HeraldError(.unauthorizedDomain, "Domain not allowlisted by project")
+            }
+        }
+    }
+
+    /// The handler the link points at: `emailLink.actionUrl`, or the same path on `linkDomain` (a
+    /// custom Hosting domain, which must be authorized).
+    static func actionURL(project: HeraldConfiguration.Project, linkDomain: String?) throws(HeraldError) -> String {
+        guard let linkDomain else { return project.emailLink.actionUrl }
+        let host = linkDomain.lowercased()
+        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }), ContinueURLCheck.isAuthorized(host, project) else {
+            throw HeraldError(.unauthorizedDomain, "Domain not allowlisted by project")
+        }
+        let path = URL(string: project.emailLink.actionUrl)?.path ?? "/__/auth/action"
+        return "https://\(host)\(path.isEmpty ? "/__/auth/action" : path)"
+    }
+
+    /// Text safe to echo in an error: printable ASCII, at most 40 characters.
+    static func printable(_ text: String) -> String {
+        String(text.prefix(40).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+    }
+}
+
+/// Authorized-domain matching outside a full URL.
+enum ContinueURLCheck {
+    static func isAuthorized(_ host: String, _ project: HeraldConfiguration.Project) -> Bool {
+        (try? ContinueURL("https://\(host)/", authorizedDomains: project.authorizedDomains)) != nil
+    }
+}
+
+extension Optional {
+    /// `map` for an async, throwing transform.
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let value = self else { return nil }
+        return try await transform(value)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import Hummingbird
+import NIOCore
+
+/// `GET /__/auth/action` (and the emulator's `/emulator/action`): where a sign-in link points. Mail
+/// scanners and link previews fetch it before the user does, so it never looks at or spends the code:
+/// it redirects (303) to the link's `continueUrl` with the other parameters appended, as Firebase's
+/// hosted handler does, and the app then finishes with `signInWithEmailLink`. The continue URL is checked
+/// against the project's authorized domains again, so the handler is not an open redirect.
+struct ActionRoutes: Sendable {
+    let configuration: HeraldConfiguration
+
+    func register(on router: Router<HeraldRequestContext>) {
+        for path in ["/__/auth/action", "/emulator/action"] {
+            router.get(RouterPath(path)) { request, _ in handle(request) }
+        }
+    }
+
+    func handle(_ request: Request) -> Response {
+        let query = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value).removingPercentEncoding ?? String($0.value)) }
+        func value(_ name: String) -> String? { query.first { $0.name == name }?.value }
+        guard value("mode") == "signIn", value("oobCode") != nil, let key = value("apiKey"), let project = configuration.project(forAPIKey: key) else {
+            return page(.badRequest, "This link is not a valid sign-in link.")
+        }
+        guard let target = value("continueUrl") else {
+            return page(.ok, "Open this link on the device where you asked to sign in, in the app.")
+        }
+        guard (try? ContinueURL(target, authorizedDomains: project.authorizedDomains)) != nil, let location = SignInLink.redirect(for: query) else {
+            return page(.badRequest, "This link's continue URL is not allowed for this app.")
+        }
+        var headers = HTTPFields()
+        headers[.location] = location
+        headers[.cacheControl] = "no-store"
+        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        return Response(status: .seeOther, headers: headers)
+    }
+
+    private func page(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=UTF-8"
+        headers[.cacheControl] = "no-store"
+        let html = "<!doctype html><html><body><p>\(text)</p></body></html>\n"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+}
+
+/// Auth Emulator inspection endpoints, only with `devMode: true`: the codes and links that went out,
+/// so local tests and scripts can finish sign-ins without reading SMS or mail.
+struct EmulatorRoutes: Sendable {
+    let store: any HeraldStoreProtocol
+    let keys: HeraldKeys
+    let configuration: HeraldConfiguration
+    let clock: any WallClock
+
+    struct OobEntry: Encodable {
+        var email: String
+        var oobCode: String
+        var oobLink: String
+        var requestType: String
+    }
+
+    struct CodeEntry: Encodable {
+        var code: String
+        var phoneNumber: String
+        var sessionInfo: String
+    }
+
+    func register(on router: Router<HeraldRequestContext>) {
+        guard configuration.devMode else { return }
+        let sealer = Sealer(key: keys.sealing)
+        router.get("/emulator/v1/projects/:project/oobCodes") { _, context in
+            let project = try project(context)
+            var entries: [OobEntry] = []
+            for record in try await store.openOobCodes(projectID: project.id, now: clock.now) {
+                guard let sealed = record.linkSealed, let link = try? sealer.open(sealed, context: "oob:" + record.codeHash),
+                    let code = URLComponents(string: link)?.queryItems?.first(where: { $0.name == "oobCode" })?.value
+                else { continue }
+                entries.append(OobEntry(email: record.email, oobCode: code, oobLink: link, requestType: record.requestType))
+            }
+            return JSONWire.response(["oobCodes": entries])
+        }
+        router.get("/emulator/v1/projects/:project/verificationCodes") { _, context in
+            let project = try project(context)
+            var entries: [CodeEntry] = []
+            for session in try await store.openSessions(projectID: project.id, now: clock.now) {
+                guard let sealedCode = session.codeSealed, let code = try? sealer.open(sealedCode, context: "code:" + session.id),
+                    let sealedInfo = session.sessionInfoSealed, let info = try? sealer.open(sealedInfo, context: PhoneSignIn.sealingContext(session.id))
+                else { continue }
+                entries.append(CodeEntry(code: code, phoneNumber: session.phoneNumber, sessionInfo: info))
+            }
+            return JSONWire.response(["verificationCodes": entries])
+        }
+    }
+
+    private func project(_ context: HeraldRequestContext) throws -> HeraldConfiguration.Project {
+        guard let id = context.parameters.get("project"), let project = configuration.project(id: id) else { throw HeraldError(.notFound) }
+        return project
+    }
+}

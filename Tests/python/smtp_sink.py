@@ -1,0 +1,96 @@
+"""A real SMTP server for Herald's tests (aiosmtpd), printing what it receives as JSON lines.
+
+    python smtp_sink.py PORT [REPLY ...]
+
+Each REPLY answers one DATA command in turn ("451 4.3.0 Try again later", "550 5.1.1 No such user");
+after the list, every message is accepted with 250. Output, one JSON object per line:
+  {"event": "ready", "port": N}
+  {"event": "data", "reply": "...", "ehlo": ..., "mailFrom": ..., "rcptTos": [...]}      every DATA
+  {"event": "accepted", ...parsed message...}                                             250 only
+The message is parsed with Python's own email package, independently of Herald's MIME code.
+"""
+import asyncio
+import email
+import email.policy
+import json
+import sys
+
+from aiosmtpd.controller import Controller
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+class Handler:
+    def __init__(self, replies):
+        self.replies = list(replies)
+
+    async def handle_DATA(self, server, session, envelope):
+        reply = self.replies.pop(0) if self.replies else "250 2.0.0 OK queued"
+        raw = envelope.original_content or envelope.content
+        emit({"event": "data", "reply": reply, "ehlo": session.host_name, "mailFrom": envelope.mail_from,
+              "rcptTos": envelope.rcpt_tos})
+        if reply.startswith("250"):
+            emit(dict(event="accepted", ehlo=session.host_name, mailFrom=envelope.mail_from,
+                      rcptTos=envelope.rcpt_tos, **parse(raw)))
+        return reply
+
+
+def parse(raw):
+    message = email.message_from_bytes(raw, policy=email.policy.default)
+    parts = {}
+    for part in message.walk():
+        if part.get_content_maintype() == "multipart":
+            continue
+        parts[part.get_content_type()] = {
+            "body": part.get_content(),
+            "charset": part.get_content_charset(),
+            "transferEncoding": part.get("Content-Transfer-Encoding"),
+        }
+    lines = raw.split(b"\r\n")
+    return {
+        "headers": {name.lower(): str(value) for name, value in message.items()},
+        "rawSubject": raw_header(raw, b"Subject"),
+        "headerCounts": {name: len(message.get_all(name) or []) for name in ["From", "Date", "Message-ID", "To", "Subject"]},
+        "contentType": message.get_content_type(),
+        "boundary": message.get_boundary(),
+        "partOrder": [p.get_content_type() for p in message.iter_parts()] if message.is_multipart() else [],
+        "parts": parts,
+        "maxLineLength": max(len(line) for line in lines),
+        "bareLF": b"\n" in raw.replace(b"\r\n", b""),
+        "defects": [str(d) for d in message.defects],
+    }
+
+
+def raw_header(raw, name):
+    """The header as sent (folded lines joined by CRLF), before any decoding."""
+    head = raw.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+    for index, line in enumerate(head):
+        if line.lower().startswith(name.lower() + b":"):
+            value = [line[len(name) + 1:].strip()]
+            for cont in head[index + 1:]:
+                if not cont[:1] in (b" ", b"\t"):
+                    break
+                value.append(cont)
+            return b"\r\n".join(value).decode()
+    return None
+
+
+async def main():
+    port = int(sys.argv[1])
+    controller = Controller(Handler(sys.argv[2:]), hostname="127.0.0.1", port=port)
+    controller.start()
+    emit({"event": "ready", "port": port})
+    try:
+        await asyncio.Event().wait()
+    finally:
+        controller.stop()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
