@@ -75,6 +75,19 @@ struct APIHarness {
         try await TestBroker.drain(topology.workQueue(.push), using: admin).map { ($0, try JobCodec.decode($0.body)) }
     }
 
+    /// The email jobs the API published.
+    func publishedEmailJobs(_ admin: AMQPConnection) async throws -> [(AMQPDelivery, Job)] {
+        try await TestBroker.drain(topology.workQueue(.email), using: admin).map { ($0, try JobCodec.decode($0.body)) }
+    }
+
+    /// The sign-in link inside a published email job.
+    func link(in job: Job) throws -> String {
+        guard case .email(let message) = job.payload, let sealed = message.params["linkSealed"] else {
+            throw TestFailure("not an email job")
+        }
+        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id)
+    }
+
     /// The secret inside a published push job.
     func secret(in job: Job) throws -> String {
         guard case .push(let message) = job.payload, let sealed = message.payload["secretSealed"] else {

@@ -133,8 +133,12 @@ struct EmailLinkSignIn: Sendable {
         }
         let now = clock.now
         guard record.expiresAt > now else { throw HeraldError(.expiredOobCode) }
-        // A signed-in caller links the address to itself; checked before the code is spent.
+        // A signed-in caller links the address to itself; checked before the code is spent, so a refused
+        // link can still sign in to the address's own account.
         let linking = try await body.string("idToken").asyncMap { try await signedIn.resolve($0, project: project).user }
+        if let linking, let owner = try await store.user(projectID: project.id, email: record.email), owner.localID != linking.localID {
+            throw HeraldError(.emailExists)
+        }
         guard try await store.consumeOobCode(hash: codeHash, at: now) else { throw HeraldError(.invalidOobCode) }
 
         let (user, created) = try await account(for: record.email, linkingTo: linking, project: project, now: now)

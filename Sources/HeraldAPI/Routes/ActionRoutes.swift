@@ -19,7 +19,8 @@ struct ActionRoutes: Sendable {
     }
 
     func handle(_ request: Request) -> Response {
-        let query = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value).removingPercentEncoding ?? String($0.value)) }
+        // Hummingbird has already percent-decoded the values.
+        let query = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
         func value(_ name: String) -> String? { query.first { $0.name == name }?.value }
         guard value("mode") == "signIn", value("oobCode") != nil, let key = value("apiKey"), let project = configuration.project(forAPIKey: key) else {
             return page(.badRequest, "This link is not a valid sign-in link.")
