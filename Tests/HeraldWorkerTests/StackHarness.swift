@@ -84,6 +84,18 @@ final class StackHarness: @unchecked Sendable {
         return process
     }
 
+    /// Starts herald-email-worker (the configuration names the SMTP server, e.g. an `SMTPSink`).
+    @discardableResult
+    func startEmailWorker(metricsPort: Int? = nil) async throws -> HeraldProcess {
+        let process = try HeraldProcess(
+            "herald-email-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir,
+            environment: ["HERALD_WORKERS_EMAIL_METRICS_PORT": String(metricsPort ?? freePort())])
+        workers.append(process)
+        try await process.waitForOutput("amqp connected")
+        try await process.waitForOutput("worker publisher")
+        return process
+    }
+
     /// Sends a code to `phone` and returns the sessionInfo.
     func sendCode(to phone: String = "+15555550100") async throws -> String {
         let answer = try await client.post(

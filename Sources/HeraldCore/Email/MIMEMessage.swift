@@ -54,7 +54,8 @@ public struct MIMEMessage: Sendable, Equatable {
         lines.append("Message-ID: " + Self.headerValue(messageID))
         lines.append("MIME-Version: 1.0")
         lines.append("Auto-Submitted: auto-generated")
-        lines.append("Content-Type: multipart/alternative; boundary=\"\(boundary)\"")
+        // Folded so no header line passes 78 characters.
+        lines.append("Content-Type: multipart/alternative;\r\n boundary=\"\(boundary)\"")
         lines.append("")
         for (type, body) in [("text/plain", text), ("text/html", html)] {
             lines.append("--" + boundary)

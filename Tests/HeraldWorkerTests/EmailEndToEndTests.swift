@@ -1,0 +1,215 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+/// herald-api and herald-email-worker as real processes, a real SMTP server (aiosmtpd, parsing every
+/// message with Python's email package), the real broker and SQLite.
+@Suite("Email-link sign-in end to end (herald-api, herald-email-worker, aiosmtpd)", .serialized)
+struct EmailEndToEndTests {
+    static let v1 = "/identitytoolkit.googleapis.com/v1/accounts:"
+
+    static func sendLink(_ stack: StackHarness, to email: String, locale: String? = nil) async throws {
+        let answer = try await stack.client.post(
+            v1 + "sendOobCode", apiKey: TestConfiguration.apiKey,
+            json: ["requestType": "EMAIL_SIGNIN", "email": email, "continueUrl": "https://app.example.com/finish?next=%2Fhome", "canHandleCodeInApp": true],
+            headers: locale.map { [("X-Firebase-Locale", $0)] } ?? [])
+        guard answer.status == 200 else { throw TestFailure("sendOobCode: \(answer.status) \(answer.errorMessage ?? "")") }
+    }
+
+    static func waitForMail(_ sink: SMTPSink, count: Int = 1, _ stack: StackHarness) async throws -> [ReceivedMail] {
+        guard await eventually(timeout: .seconds(30), { sink.accepted.count >= count }) else {
+            throw TestFailure("SMTP server got \(sink.accepted.count) of \(count) mails; worker output:\n\(stack.allOutput.suffix(4000))")
+        }
+        return sink.accepted
+    }
+
+    @Test("the mail: headers, multipart/alternative (text then HTML), UTF-8 quoted-printable, RFC 2047 subject, EHLO; its link signs in")
+    func mailAndSignIn() async throws {
+        let sink = try await SMTPSink.start()
+        defer { sink.stop() }
+        try await StackHarness.run(configure: {
+            $0.smtpURL = sink.url
+            $0.devMode = true
+        }) { stack in
+            try await stack.startAPI()
+            try await stack.startEmailWorker()
+            try await Self.sendLink(stack, to: "Alice@Example.com", locale: "fr-CA")
+            let mail = try #require(try await Self.waitForMail(sink, stack).first)
+
+            #expect(mail.ehlo == "herald.test")
+            #expect(mail.mailFrom == "no-reply@herald.test")
+            #expect(mail.recipients == ["alice@example.com"])
+            #expect(mail.header("From") == "Herald Test <no-reply@herald.test>")
+            #expect(mail.header("To") == "alice@example.com")
+            #expect(mail.header("Subject") == "Connexion à Herald Test")
+            #expect(mail.rawSubject?.hasPrefix("=?UTF-8?B?") == true)
+            #expect(mail.header("MIME-Version") == "1.0")
+            #expect(mail.header("Auto-Submitted") == "auto-generated")
+            let messageID = try #require(mail.header("Message-ID"))
+            #expect(messageID.hasPrefix("<") && messageID.hasSuffix("@herald.test>") && messageID.count > 30)
+            let date = try #require(mail.header("Date"))
+            #expect(date.range(of: #"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} \+0000$"#, options: .regularExpression) != nil)
+            #expect(mail.headerCounts == ["From": 1, "Date": 1, "Message-ID": 1, "To": 1, "Subject": 1])
+            #expect(mail.contentType == "multipart/alternative")
+            #expect(mail.partOrder == ["text/plain", "text/html"])
+            #expect(mail.defects.isEmpty)
+            #expect(mail.maxLineLength <= 78)
+            #expect(mail.hasBareLF == false)
+            let text = try #require(mail.part("text/plain"))
+            let html = try #require(mail.part("text/html"))
+            #expect(text.charset == "utf-8" && html.charset == "utf-8")
+            #expect(text.transferEncoding == "quoted-printable" && html.transferEncoding == "quoted-printable")
+            #expect(text.body.contains("Nous avons reçu une demande de connexion à Herald Test avec cette adresse e-mail (alice@example.com)."))
+
+            // The link in the text part decodes back to the code the API stored (devMode's oobCodes listing).
+            let link = try #require(mail.link)
+            let code = try #require(queryItems(link)["oobCode"])
+            let listed = try await stack.client.get("/emulator/v1/projects/\(TestConfiguration.projectID)/oobCodes")
+            let entries = try #require(listed.json["oobCodes"] as? [[String: Any]])
+            #expect(entries.count == 1)
+            #expect(entries.first?["oobCode"] as? String == code)
+            #expect(entries.first?["oobLink"] as? String == link)
+            #expect(queryItems(link)["continueUrl"] == "https://app.example.com/finish?next=%2Fhome")
+            #expect(queryItems(link)["lang"] == "fr-CA")
+            // The HTML part carries the same link, HTML-escaped in the href.
+            #expect(html.body.contains("href=\"\(link.replacingOccurrences(of: "&", with: "&amp;"))\""))
+
+            // A link scanner fetching it first does not spend it.
+            let path = String(link.dropFirst("https://auth.example.com".count))
+            #expect(try await stack.client.get(path).status == 303)
+            let signedIn = try await stack.client.post(
+                Self.v1 + "signInWithEmailLink", apiKey: TestConfiguration.apiKey, json: ["email": "alice@example.com", "oobCode": code])
+            #expect(signedIn.status == 200)
+            #expect(signedIn.string("idToken") != nil)
+
+            let jobs = try await stack.store.deliveryStatus(jobID: try #require(Self.jobID(in: stack)))
+            #expect(jobs?.status == .sent)
+            #expect(sink.attempts == 1)
+            #expect(linesLeaking([code], in: stack.allOutput).isEmpty)
+        }
+    }
+
+    /// The id of the (only) email job, from the worker's log.
+    static func jobID(in stack: StackHarness) -> UUID? {
+        guard let range = stack.allOutput.range(of: #""job.id":"[0-9a-f-]{36}""#, options: .regularExpression) else { return nil }
+        return UUID(uuidString: String(stack.allOutput[range].dropFirst(10).dropLast()))
+    }
+
+    @Test("SMTP 451 then 250: retried through the delay queue, exactly one mail; 550: dead-lettered with the reply text")
+    func transientAndPermanentReplies() async throws {
+        let sink = try await SMTPSink.start(replies: ["451 4.3.0 Try again later", "250 2.0.0 OK", "550 5.1.1 No such user here"])
+        defer { sink.stop() }
+        try await StackHarness.run(configure: { $0.smtpURL = sink.url }) { stack in
+            try await stack.startAPI()
+            try await stack.startEmailWorker()
+            try await Self.sendLink(stack, to: "bob@example.com")
+            let mails = try await Self.waitForMail(sink, stack)
+            #expect(mails.count == 1)
+            #expect(sink.attempts == 2)
+            let first = try #require(Self.jobID(in: stack))
+            #expect(await eventually { (try? await stack.store.deliveryStatus(jobID: first))?.status == .sent })
+            #expect(try await stack.store.deliveryStatus(jobID: first)?.attempts == 2)
+
+            try await Self.sendLink(stack, to: "nobody@example.com")
+            let deadQueue = stack.topology.deadQueue(.email)
+            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
+            let dead = try #require(try await TestBroker.drain(deadQueue, using: stack.admin).first)
+            guard case .string(let reason) = dead.headers["x-herald-reason"] else { Issue.record("no reason header"); return }
+            #expect(reason.contains("550 5.1.1 No such user here"))
+            // Nothing more arrives: no resend of the first, no retry of the refused one.
+            try await Task.sleep(for: .seconds(2))
+            #expect(sink.accepted.count == 1)
+            #expect(sink.attempts == 3)
+        }
+    }
+
+    @Test("mail to an Apple private-relay address goes out from the relay-registered sender")
+    func privateRelaySender() async throws {
+        let sink = try await SMTPSink.start()
+        defer { sink.stop() }
+        try await StackHarness.run(configure: {
+            $0.smtpURL = sink.url
+            $0.privateRelayFrom = "Herald Relay <relay@mail.herald.test>"
+        }) { stack in
+            try await stack.startAPI()
+            try await stack.startEmailWorker()
+            try await Self.sendLink(stack, to: "x7f3k2@privaterelay.appleid.com")
+            try await Self.sendLink(stack, to: "carol@example.com")
+            let mails = try await Self.waitForMail(sink, count: 2, stack)
+            let relay = try #require(mails.first { $0.recipients == ["x7f3k2@privaterelay.appleid.com"] })
+            let plain = try #require(mails.first { $0.recipients == ["carol@example.com"] })
+            #expect(relay.mailFrom == "relay@mail.herald.test")
+            #expect(relay.header("From") == "Herald Relay <relay@mail.herald.test>")
+            #expect(relay.header("Message-ID")?.hasSuffix("@mail.herald.test>") == true)
+            #expect(plain.mailFrom == "no-reply@herald.test")
+        }
+    }
+
+    @Test("firebase-admin (Python) with FIREBASE_AUTH_EMULATOR_HOST: create, get by uid/email/phone, list, email link that signs in, delete")
+    func firebaseAdmin() async throws {
+        try await StackHarness.run { stack in
+            try await stack.startAPI()
+            func admin(_ arguments: [String]) async throws -> [String: Any] {
+                let script = TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/firebase_admin_flow.py").path
+                let process = try PythonProcess.run(
+                    [script, TestConfiguration.projectID] + arguments,
+                    environment: ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:\(stack.settings.apiPort)"])
+                let object = try JSONSerialization.jsonObject(with: Data(process.output.utf8)) as? [String: Any]
+                guard process.status == 0, let object else { throw TestFailure("firebase-admin \(arguments): \(process.output)") }
+                return object
+            }
+            let created = try await admin(["create", "Dora@Example.com", "+15555550142"])
+            let uid = try #require(created["uid"] as? String)
+            let got = try await admin(["get", uid, "dora@example.com", "+15555550142"])
+            for key in ["byUid", "byEmail", "byPhone"] {
+                let record = try #require(got[key] as? [String: Any])
+                #expect(record["uid"] as? String == uid)
+                #expect(record["email"] as? String == "dora@example.com")
+                #expect(record["phone"] as? String == "+15555550142")
+                #expect(record["displayName"] as? String == "Admin Made")
+                #expect(record["emailVerified"] as? Bool == false)
+            }
+            #expect(try await admin(["list"])["uids"] as? [String] == [uid])
+
+            let link = try #require(try await admin(["link", "dora@example.com", "https://app.example.com/done"])["link"] as? String)
+            #expect(queryItems(link)["mode"] == "signIn")
+            let signedIn = try await stack.client.post(
+                Self.v1 + "signInWithEmailLink", apiKey: TestConfiguration.apiKey,
+                json: ["email": "dora@example.com", "oobCode": try #require(queryItems(link)["oobCode"])])
+            #expect(signedIn.status == 200)
+            #expect(signedIn.string("localId") == uid)
+            let after = try #require(try await admin(["get", uid, "dora@example.com", "+15555550142"])["byUid"] as? [String: Any])
+            #expect(after["emailVerified"] as? Bool == true)
+
+            let deleted = try await admin(["delete", uid])
+            #expect(deleted["notFoundAfter"] as? Bool == true)
+            #expect(try await admin(["list"])["uids"] as? [String] == [])
+        }
+    }
+}
+
+/// Query parameters of a URL.
+func queryItems(_ url: String) -> [String: String] {
+    Dictionary((URLComponents(string: url)?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { first, _ in first })
+}
+
+/// Runs the test venv's Python to completion and returns its output.
+enum PythonProcess {
+    static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SMTPSink.python)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        // readDataToEndOfFile returned: the process closed its output; poll for the exit (no waitUntilExit).
+        for _ in 0..<500 where process.isRunning { usleep(10_000) }
+        return (process.isRunning ? -1 : process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
