@@ -76,7 +76,7 @@ struct WireErrorTests {
             let unknown = try await client.post(Paths.v1 + "doesNotExist", apiKey: key, json: [:])
             #expect(unknown.status == 404)
             #expect(try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/nothing", apiKey: key, json: [:]).status == 404)
-            let planned = try await client.post(Paths.v1 + "lookup", apiKey: key, json: [:])
+            let planned = try await client.post(Paths.v1 + "signInWithIdp", apiKey: key, json: [:])
             #expect(planned.status == 501)
             #expect(planned.errorMessage?.hasPrefix("NOT_IMPLEMENTED") == true)
 
