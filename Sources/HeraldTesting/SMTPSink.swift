@@ -16,21 +16,40 @@ public final class SMTPSink: Sendable {
             ?? TestConfiguration.repositoryRoot.appendingPathComponent(".herald/venv/bin/python").path
     }
 
-    public static func start(replies: [String] = []) async throws -> SMTPSink {
-        let sink = try SMTPSink(port: freePort(), replies: replies)
+    /// How the server talks TLS.
+    public enum Security: Sendable {
+        case plain
+        /// Offers STARTTLS and refuses MAIL before it.
+        case startTLS
+        /// TLS from the first byte (`smtps://`).
+        case implicitTLS
+    }
+
+    /// `login` ("user:password") makes AUTH mandatory (over TLS only, as real servers do).
+    public static func start(replies: [String] = [], security: Security = .plain, login: String? = nil) async throws -> SMTPSink {
+        var arguments = replies.flatMap { ["--reply", $0] }
+        if security != .plain {
+            let files = try TestTLS.shared.serverFiles()
+            arguments += [security == .startTLS ? "--starttls" : "--implicit-tls", files.certificate, files.key]
+        }
+        if let login { arguments += ["--auth", login] }
+        let sink = try SMTPSink(port: freePort(), arguments: arguments, scheme: security == .implicitTLS ? "smtps" : "smtp")
         let ready = await eventually(timeout: .seconds(20)) { sink.events("ready").isEmpty == false }
         guard ready else { throw TestFailure("aiosmtpd did not start (is \(python) set up? make test installs it)") }
         return sink
     }
 
-    init(port: Int, replies: [String]) throws {
+    let scheme: String
+
+    init(port: Int, arguments: [String], scheme: String) throws {
         self.port = port
+        self.scheme = scheme
         guard FileManager.default.isExecutableFile(atPath: Self.python) else {
             throw TestFailure("\(Self.python) not found: run scripts/setup.sh --test (make test does)")
         }
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/smtp_sink.py").path, String(port)] + replies
+        process.arguments = [TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/smtp_sink.py").path, String(port)] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.standardError
@@ -41,8 +60,8 @@ public final class SMTPSink: Sendable {
         try process.run()
     }
 
-    /// `smtp://127.0.0.1:<port>`.
-    public var url: String { "smtp://127.0.0.1:\(port)" }
+    /// `smtp://127.0.0.1:<port>` (`smtps://` with implicit TLS).
+    public var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
     /// Reported events of one kind (`ready`, `data`, `accepted`), as JSON objects.
     public func events(_ kind: String) -> [[String: Any]] {

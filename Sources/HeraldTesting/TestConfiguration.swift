@@ -54,6 +54,8 @@ public struct TestConfiguration: Sendable {
     public var emailProvider = "smtp"
     public var smtpURL = "smtp://127.0.0.1:1"
     public var smtpTimeout = "5s"
+    /// More keys for `email.smtp` (YAML flow entries: `requireTLS: true, caFile: "…", username: u, password: p`).
+    public var smtpExtra = ""
     public var emailFrom = "Herald Test <no-reply@herald.test>"
     public var privateRelayFrom: String? = nil
     public var emailRetryDelays = ["300ms", "1s", "2s"]
@@ -110,7 +112,7 @@ public struct TestConfiguration: Sendable {
               from: "\(emailFrom)"
               privateRelayFrom: \(privateRelayFrom.map { "\"\($0)\"" } ?? "null")
               templateDir: "\(Self.emailTemplateDir)"
-              smtp: {url: "\(smtpURL)", heloName: herald.test, timeout: \(smtpTimeout)}
+              smtp: {url: "\(smtpURL)", heloName: herald.test, timeout: \(smtpTimeout)\(smtpExtra.isEmpty ? "" : ", " + smtpExtra)}
             push:
               apns: {url: \(apnsURL.map { "\"\($0)\"" } ?? "null"), caFile: \(apnsCAFile.map { "\"\($0)\"" } ?? "null"), keyId: \(apnsKey.map { "\"\($0.id)\"" } ?? "null"), teamId: \(apnsKey.map { "\"\($0.team)\"" } ?? "null"), keyFile: \(apnsKey.map { "\"\($0.file)\"" } ?? "null")}
             workers:

@@ -66,6 +66,16 @@ public struct TestTLS: Sendable {
             serverKeyPEM: serverKey.pemRepresentation)
     }
 
+    /// The server certificate and key as PEM files (for servers outside this process: aiosmtpd).
+    public func serverFiles() throws -> (certificate: String, key: String) {
+        let directory = URL(fileURLWithPath: caFile).deletingLastPathComponent()
+        let certificate = directory.appendingPathComponent("server.pem").path
+        let key = directory.appendingPathComponent("server-key.pem").path
+        try Data((serverCertificatePEM + "\n").utf8).write(to: URL(fileURLWithPath: certificate))
+        try Data((serverKeyPEM + "\n").utf8).write(to: URL(fileURLWithPath: key))
+        return (certificate, key)
+    }
+
     /// A server configuration offering h2 and http/1.1 by ALPN.
     public func serverConfiguration() throws -> TLSConfiguration {
         var configuration = TLSConfiguration.makeServerConfiguration(

@@ -92,6 +92,15 @@ struct EmailEndToEndTests {
         }
     }
 
+    /// Waits for the one dead-lettered email job and takes it off the queue.
+    static func deadLetter(_ stack: StackHarness) async throws -> AMQPDelivery {
+        let deadQueue = stack.topology.deadQueue(.email)
+        guard await eventually(timeout: .seconds(30), { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 }),
+            let dead = try await TestBroker.drain(deadQueue, using: stack.admin).first
+        else { throw TestFailure("no dead-lettered email job; worker output:\n\(stack.allOutput.suffix(4000))") }
+        return dead
+    }
+
     /// The id of the (only) email job, from the worker's log.
     static func jobID(in stack: StackHarness) -> UUID? {
         guard let range = stack.allOutput.range(of: #""job.id":"[0-9a-f-]{36}""#, options: .regularExpression) else { return nil }
@@ -114,15 +123,66 @@ struct EmailEndToEndTests {
             #expect(try await stack.store.deliveryStatus(jobID: first)?.attempts == 2)
 
             try await Self.sendLink(stack, to: "nobody@example.com")
-            let deadQueue = stack.topology.deadQueue(.email)
-            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
-            let dead = try #require(try await TestBroker.drain(deadQueue, using: stack.admin).first)
+            let dead = try await Self.deadLetter(stack)
             guard case .string(let reason) = dead.headers["x-herald-reason"] else { Issue.record("no reason header"); return }
             #expect(reason.contains("550 5.1.1 No such user here"))
             // Nothing more arrives: no resend of the first, no retry of the refused one.
             try await Task.sleep(for: .seconds(2))
             #expect(sink.accepted.count == 1)
             #expect(sink.attempts == 3)
+        }
+    }
+
+    @Test("STARTTLS required + AUTH + caFile: delivered encrypted and authenticated; smtps:// likewise")
+    func tlsAndAuth() async throws {
+        for security in [SMTPSink.Security.startTLS, .implicitTLS] {
+            let sink = try await SMTPSink.start(security: security, login: "herald:s3cret-pass")
+            defer { sink.stop() }
+            try await StackHarness.run(configure: {
+                $0.smtpURL = sink.url
+                $0.smtpExtra = "requireTLS: \(security == .startTLS), caFile: \"\(TestTLS.shared.caFile)\", username: herald, password: \"s3cret-pass\""
+            }) { stack in
+                try await stack.startAPI()
+                try await stack.startEmailWorker()
+                try await Self.sendLink(stack, to: "tls@example.com")
+                _ = try await Self.waitForMail(sink, stack)
+                let data = try #require(sink.events("data").first)
+                #expect(data["tls"] as? Bool == true)
+                #expect(data["authenticated"] as? Bool == true)
+                #expect(sink.events("auth").first?["ok"] as? Bool == true)
+                #expect(stack.allOutput.contains("s3cret-pass") == false)
+            }
+        }
+    }
+
+    @Test("requireTLS against a server without STARTTLS, or a wrong password (535): dead-lettered, nothing sent in the clear")
+    func tlsAndAuthRefusals() async throws {
+        let plain = try await SMTPSink.start()
+        defer { plain.stop() }
+        try await StackHarness.run(configure: {
+            $0.smtpURL = plain.url
+            $0.smtpExtra = "requireTLS: true"
+        }) { stack in
+            try await stack.startAPI()
+            try await stack.startEmailWorker()
+            try await Self.sendLink(stack, to: "plain@example.com")
+            let dead = try await Self.deadLetter(stack)
+            #expect(dead.headers["x-herald-reason"] == .string("the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true"))
+            #expect(plain.attempts == 0)
+        }
+        let guarded = try await SMTPSink.start(security: .startTLS, login: "herald:right")
+        defer { guarded.stop() }
+        try await StackHarness.run(configure: {
+            $0.smtpURL = guarded.url
+            $0.smtpExtra = "requireTLS: true, caFile: \"\(TestTLS.shared.caFile)\", username: herald, password: wrong"
+        }) { stack in
+            try await stack.startAPI()
+            try await stack.startEmailWorker()
+            try await Self.sendLink(stack, to: "auth@example.com")
+            let dead = try await Self.deadLetter(stack)
+            guard case .string(let reason) = dead.headers["x-herald-reason"] else { Issue.record("no reason"); return }
+            #expect(reason.hasPrefix("SMTP 535"))
+            #expect(guarded.attempts == 0)
         }
     }
 

@@ -1,21 +1,25 @@
 """A real SMTP server for Herald's tests (aiosmtpd), printing what it receives as JSON lines.
 
-    python smtp_sink.py PORT [REPLY ...]
+    python smtp_sink.py PORT [--reply REPLY]... [--starttls CERT KEY | --implicit-tls CERT KEY] [--auth USER:PASS]
 
-Each REPLY answers one DATA command in turn ("451 4.3.0 Try again later", "550 5.1.1 No such user");
-after the list, every message is accepted with 250. Output, one JSON object per line:
+Each --reply answers one DATA command in turn ("451 4.3.0 Try again later", "550 5.1.1 No such user");
+after the list, every message is accepted with 250. --starttls offers STARTTLS and requires it before
+MAIL; --implicit-tls speaks TLS from the first byte (smtps); --auth requires AUTH with that login. Output, one JSON object per line:
   {"event": "ready", "port": N}
   {"event": "data", "reply": "...", "ehlo": ..., "mailFrom": ..., "rcptTos": [...]}      every DATA
   {"event": "accepted", ...parsed message...}                                             250 only
 The message is parsed with Python's own email package, independently of Herald's MIME code.
 """
+import argparse
 import asyncio
 import email
 import email.policy
 import json
+import ssl
 import sys
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 
 
 def emit(obj):
@@ -31,7 +35,9 @@ class Handler:
         reply = self.replies.pop(0) if self.replies else "250 2.0.0 OK queued"
         raw = envelope.original_content or envelope.content
         emit({"event": "data", "reply": reply, "ehlo": session.host_name, "mailFrom": envelope.mail_from,
-              "rcptTos": envelope.rcpt_tos})
+              "rcptTos": envelope.rcpt_tos,
+              "tls": session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None,
+              "authenticated": bool(session.authenticated)})
         if reply.startswith("250"):
             emit(dict(event="accepted", ehlo=session.host_name, mailFrom=envelope.mail_from,
                       rcptTos=envelope.rcpt_tos, **parse(raw)))
@@ -78,9 +84,38 @@ def raw_header(raw, name):
     return None
 
 
+def authenticator_for(login):
+    user, password = login.split(":", 1)
+
+    def authenticate(server, session, envelope, mechanism, auth_data):
+        ok = auth_data.login == user.encode() and auth_data.password == password.encode()
+        emit({"event": "auth", "mechanism": mechanism, "ok": ok})
+        return AuthResult(success=ok, handled=False)  # handled=False: aiosmtpd answers 535 itself
+
+    return authenticate
+
+
 async def main():
-    port = int(sys.argv[1])
-    controller = Controller(Handler(sys.argv[2:]), hostname="127.0.0.1", port=port)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("--reply", action="append", default=[])
+    parser.add_argument("--starttls", nargs=2)
+    parser.add_argument("--implicit-tls", nargs=2)
+    parser.add_argument("--auth")
+    args = parser.parse_args()
+    port = args.port
+    options = {}
+    if args.starttls or args.implicit_tls:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(*(args.starttls or args.implicit_tls))
+        if args.starttls:
+            options.update(tls_context=context, require_starttls=True)
+        else:
+            options.update(ssl_context=context)
+    if args.auth:
+        # aiosmtpd only counts STARTTLS as TLS for auth_require_tls; with implicit TLS every byte is encrypted.
+        options.update(authenticator=authenticator_for(args.auth), auth_required=True, auth_require_tls=not args.implicit_tls)
+    controller = Controller(Handler(args.reply), hostname="127.0.0.1", port=port, **options)
     controller.start()
     emit({"event": "ready", "port": port})
     try:
