@@ -89,6 +89,15 @@ struct ConfigurationTests {
             ("limits: {pumping: {multipel: 3}}", "limits.pumping.multipel"),
             ("limits: {prefixDigits: 1}", "limits.prefixDigits"),
             ("workers: {sms: {throttleDelays: [10ms]}}", "workers.sms.throttleDelays[0]"),
+            ("email: {from: \"Herald <no-reply>\"}", "email.from"),
+            ("email: {replyTo: \"a b@c\"}", "email.replyTo"),
+            ("email: {provider: console}", "email.provider"),
+            ("email: {provider: sendmail}", "email.provider"),
+            ("email: {smtp: {url: \"http://mail\"}}", "email.smtp.url"),
+            ("email: {smtp: {heloName: \"bad name\"}}", "email.smtp.heloName"),
+            ("email: {smtp: {username: u}}", "email.smtp.password"),
+            ("email: {templateDir: /nonexistent}", "email.templateDir"),
+            ("limits: {perEmail: [\"5 a day\"]}", "limits.perEmail[0]"),
         ])
     func badValues(extra: String, key: String) {
         #expect(problem(Self.minimal + "\n" + extra)?.key == key)

@@ -50,6 +50,13 @@ struct MFAEndToEndTests {
             // The `mfa` template, not the sign-in one.
             #expect(enrollSMS.text?.contains("is your second-factor code for Herald Test") == true)
             let enrollCode = try #require(StackHarness.code(in: enrollSMS.text))
+            // devMode lists the open code as the Auth Emulator's verificationCodes does.
+            let listed = try await stack.client.get("/emulator/v1/projects/\(TestConfiguration.projectID)/verificationCodes")
+            let codes = try #require(listed.json["verificationCodes"] as? [[String: Any]])
+            #expect(codes.count == 1)
+            #expect(codes.first?["code"] as? String == enrollCode)
+            #expect(codes.first?["sessionInfo"] as? String == enrollSession)
+            #expect(codes.first?["phoneNumber"] as? String == "+15555550177")
 
             // An enrollment code is not a sign-in code.
             let misuse = try await stack.client.post(Self.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": enrollSession, "code": enrollCode])
