@@ -175,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "herald-bench",
             dependencies: [
-                "HeraldChannels", "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                "HeraldChannels", "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldTesting", "HeraldWorker",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -31,10 +31,9 @@ public struct EmailJobHandler: JobHandler {
     }
 
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {
-        guard case .email(let email) = job.payload else { return DeliveryReport(.permanent(reason: "not an email job")) }
-        switch render(email, job: job, now: now) {
+        switch render(job, now: now) {
         case .success(let message):
-            return DeliveryReport(await channel.deliver(message, envelopeFrom: sender(for: email.to).address))
+            return DeliveryReport(await channel.deliver(message, envelopeFrom: sender(for: message.to).address))
         case .failure(let failure):
             return DeliveryReport(.permanent(reason: failure.description))
         }
@@ -46,11 +45,14 @@ public struct EmailJobHandler: JobHandler {
         return settings.from
     }
 
-    struct RenderFailure: Error, CustomStringConvertible {
-        var description: String
+    /// Why a job could not become a message (dead-lettered with this reason).
+    public struct RenderFailure: Error, CustomStringConvertible {
+        public var description: String
     }
 
-    func render(_ email: EmailMessage, job: Job, now: Date) -> Result<MIMEMessage, RenderFailure> {
+    /// The message a job becomes: sealed link opened, the locale's templates rendered, MIME built.
+    public func render(_ job: Job, now: Date) -> Result<MIMEMessage, RenderFailure> {
+        guard case .email(let email) = job.payload else { return .failure(RenderFailure(description: "not an email job")) }
         let name = email.template.rawValue
         guard let subject = settings.templates.template(name + ".subject", locale: job.locale)?.template,
             let text = settings.templates.template(name + ".txt", locale: job.locale)?.template,

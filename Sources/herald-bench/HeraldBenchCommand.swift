@@ -20,11 +20,13 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of load at concurrency 64.") var throughputSeconds = 10
     @Option(help: "Requests per second for the latency run.") var rate = 500
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
-    @Option(help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), push (APNs channel), or all.")
+    @Option(help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), push (APNs channel), email (rendering, SMTP), or all.")
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
     @Option(parsing: .upToNextOption, help: "Streams in flight for the multiplexed APNs runs.") var pushStreams: [Int] = [64]
     @Option(help: "Decisions per limiter run.") var decisions = 20_000
+    @Option(help: "Sign-in mails rendered in the email run.") var emailCount = 5_000
+    @Option(help: "Of those, mails submitted over SMTP (per concurrency level).") var emailSubmissions = 800
 
     /// Limits that spend state on every send (every kind, pumping counted) but refuse nothing.
     static let measuredLimits =
@@ -48,6 +50,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         }
         if suite == "all" || suite == "push" {
             try await pushThroughput()
+        }
+        if suite == "all" || suite == "email" {
+            try await emailThroughput()
         }
         if suite == "all" || suite == "limits" {
             try await limiterDecisions()

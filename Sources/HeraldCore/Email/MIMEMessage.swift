@@ -78,13 +78,16 @@ public struct MIMEMessage: Sendable, Equatable {
         Mailbox(displayName: mailbox.displayName.map(headerValue), address: headerValue(mailbox.address))
     }
 
-    /// `Tue, 22 Aug 2017 14:08:43 +0000`, in the POSIX locale whatever the process's locale is.
+    /// `Tue, 22 Aug 2017 14:08:43 +0000`, always in English and UTC whatever the process's locale is.
     public static func rfc5322Date(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
-        return formatter.string(from: date)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.weekday, .day, .month, .year, .hour, .minute, .second], from: date)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int?) -> String { value.map { $0 < 10 ? "0\($0)" : "\($0)" } ?? "00" }
+        return "\(days[(parts.weekday ?? 1) - 1]), \(two(parts.day)) \(months[(parts.month ?? 1) - 1]) \(parts.year ?? 1970) "
+            + "\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) +0000"
     }
 }
 
@@ -97,26 +100,33 @@ public enum QuotedPrintable {
             .joined(separator: "\r\n")
     }
 
+    static let hex = Array("0123456789ABCDEF".utf8)
+
     static func encodeLine(_ bytes: [UInt8]) -> String {
-        var out: [String] = []
-        var line = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 3 / 2 + 8)
+        var lineLength = 0
         for (index, byte) in bytes.enumerated() {
-            let isLast = index == bytes.count - 1
-            let token: String
+            let literal: Bool
             switch byte {
-            case 0x21...0x3C, 0x3E...0x7E: token = String(UnicodeScalar(byte))
-            case 0x20, 0x09: token = isLast ? String(format: "=%02X", byte) : String(UnicodeScalar(byte))
-            default: token = String(format: "=%02X", byte)
+            case 0x21...0x3C, 0x3E...0x7E: literal = true
+            case 0x20, 0x09: literal = index != bytes.count - 1
+            default: literal = false
             }
+            let width = literal ? 1 : 3
             // 75 characters plus the soft-break `=` make 76.
-            if line.count + token.count > 75 {
-                out.append(line + "=")
-                line = ""
+            if lineLength + width > 75 {
+                out += [UInt8(ascii: "="), 0x0D, 0x0A]
+                lineLength = 0
             }
-            line += token
+            if literal {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "="), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+            lineLength += width
         }
-        out.append(line)
-        return out.joined(separator: "\r\n")
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes quoted-printable text back to its UTF-8 string (tests, and anyone checking a message).
