@@ -81,7 +81,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
             allowOrigin: .originBased,
             allowHeaders: [.contentType, .authorization, HTTPField.Name("x-goog-api-key")!, HTTPField.Name("x-client-version")!,
                            HTTPField.Name("x-firebase-locale")!, HTTPField.Name("x-firebase-gmpid")!, HTTPField.Name("x-ios-bundle-identifier")!],
-            allowMethods: [.get, .post, .options]))
+            allowMethods: [.get, .post, .delete, .options]))
     let verifier = AppVerifier(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
         captcha: CaptchaVerifier(client: CurlClient(logger: logger), logger: logger), clock: dependencies.clock, logger: logger)

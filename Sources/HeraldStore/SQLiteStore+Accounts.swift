@@ -105,6 +105,18 @@ extension SQLiteStore {
         }
     }
 
+    public func deleteAllUsers(projectID: String) async throws -> Int {
+        try await run { db in
+            try db.transaction {
+                try db.query("DELETE FROM users WHERE project_id = ?", [.text(projectID)])
+                let deleted = db.changes
+                try db.query("DELETE FROM mfa_enrollments WHERE project_id = ?", [.text(projectID)])
+                try db.query("DELETE FROM refresh_tokens WHERE project_id = ?", [.text(projectID)])
+                return deleted
+            }
+        }
+    }
+
     public func addMFAEnrollment(_ enrollment: MFAEnrollment, projectID: String, localID: String) async throws {
         try await run { db in
             try db.query(

@@ -116,7 +116,13 @@ struct MFAEndToEndTests {
             let withdrawn = try await stack.client.post(
                 Self.v2 + "mfaEnrollment:withdraw", apiKey: key, json: ["idToken": finalToken, "mfaEnrollmentId": enrollmentID])
             #expect(withdrawn.status == 200)
-            #expect(try await Self.emailSignIn(stack, "mia@example.com").string("idToken") != nil)
+            let again = try #require(try await Self.emailSignIn(stack, "mia@example.com").string("idToken"))
+
+            // devMode's reset drops the project's users, as the Auth Emulator's DELETE …/accounts does.
+            let reset = try await stack.client.send(
+                "DELETE", "/emulator/v1/projects/\(TestConfiguration.projectID)/accounts", apiKey: nil, body: nil, contentType: nil)
+            #expect(reset.status == 200)
+            #expect(try await stack.client.post(Self.v1 + "lookup", apiKey: key, json: ["idToken": again]).errorMessage == "USER_NOT_FOUND")
             #expect(linesLeaking([enrollCode, signInCode, pending], in: stack.allOutput).isEmpty)
         }
     }

@@ -49,7 +49,9 @@ struct EmailLinkSignIn: Sendable {
         guard let email = EmailAddress(rawEmail) else { throw HeraldError(.invalidEmail) }
         let continueURL = try Self.continueURL(body.string("continueUrl"), project: project, required: origin.isAdmin == false)
         let actionURL = try Self.actionURL(project: project, linkDomain: body.string("linkDomain") ?? body.string("dynamicLinkDomain"))
-        if let bundle = body.string("iOSBundleId"), bundle.count > 255 { throw HeraldError(.invalidArgument, "iOSBundleId is too long.") }
+        // canHandleCodeInApp, iOSBundleId, androidPackageName, androidInstallApp and androidMinimumVersion are
+        // accepted as the SDKs send them; they do not change the link. Opening it in the app is the action
+        // domain's job (apple-app-site-association / assetlinks.json on actionUrl's or linkDomain's host).
 
         let now = clock.now
         let code = OobCode.generate()

@@ -47,8 +47,8 @@ struct ActionRoutes: Sendable {
     }
 }
 
-/// Auth Emulator inspection endpoints, only with `devMode: true`: the codes and links that went out,
-/// so local tests and scripts can finish sign-ins without reading SMS or mail.
+/// Auth Emulator endpoints, only with `devMode: true`: the codes and links that went out, so local tests
+/// and scripts can finish sign-ins without reading SMS or mail, and a reset of a project's accounts.
 struct EmulatorRoutes: Sendable {
     let store: any HeraldStoreProtocol
     let keys: HeraldKeys
@@ -92,6 +92,13 @@ struct EmulatorRoutes: Sendable {
                 entries.append(CodeEntry(code: code, phoneNumber: session.phoneNumber, sessionInfo: info))
             }
             return JSONWire.response(["verificationCodes": entries])
+        }
+        // Drops the project's users (and their second factors and refresh tokens); open codes stay, as in
+        // the Auth Emulator.
+        router.delete("/emulator/v1/projects/:project/accounts") { _, context in
+            let project = try project(context)
+            _ = try await store.deleteAllUsers(projectID: project.id)
+            return JSONWire.response([String: String]())
         }
     }
 

@@ -188,6 +188,8 @@ public protocol AccountStore: Sendable {
     func updateUser(_ user: UserAccount) async throws
     /// Deletes the user, its second factors and refresh tokens; false when there was none.
     func deleteUser(projectID: String, localID: String) async throws -> Bool
+    /// Deletes every user of a project (devMode `DELETE /emulator/v1/projects/{p}/accounts`); returns how many.
+    func deleteAllUsers(projectID: String) async throws -> Int
     func addMFAEnrollment(_ enrollment: MFAEnrollment, projectID: String, localID: String) async throws
     /// False when the user had no such enrollment.
     func removeMFAEnrollment(projectID: String, localID: String, enrollmentID: String) async throws -> Bool
