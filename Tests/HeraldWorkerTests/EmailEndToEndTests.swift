@@ -155,34 +155,28 @@ struct EmailEndToEndTests {
         }
     }
 
-    @Test("requireTLS against a server without STARTTLS, or a wrong password (535): dead-lettered, nothing sent in the clear")
-    func tlsAndAuthRefusals() async throws {
-        let plain = try await SMTPSink.start()
-        defer { plain.stop() }
+    @Test(
+        "refused before DATA, dead-lettered with the reason, nothing sent in the clear",
+        arguments: [
+            // requireTLS against a server that does not offer STARTTLS.
+            (SMTPSink.Security.plain, "requireTLS: true", "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true"),
+            // A wrong password.
+            (.startTLS, "requireTLS: true, caFile: \"\(TestTLS.shared.caFile)\", username: herald, password: wrong", "SMTP 535"),
+        ])
+    func refusedBeforeData(security: SMTPSink.Security, smtpSettings: String, reason: String) async throws {
+        let sink = try await SMTPSink.start(security: security, login: security == .plain ? nil : "herald:right")
+        defer { sink.stop() }
         try await StackHarness.run(configure: {
-            $0.smtpURL = plain.url
-            $0.smtpExtra = "requireTLS: true"
+            $0.smtpURL = sink.url
+            $0.smtpExtra = smtpSettings
         }) { stack in
             try await stack.startAPI()
             try await stack.startEmailWorker()
-            try await Self.sendLink(stack, to: "plain@example.com")
+            try await Self.sendLink(stack, to: "refused@example.com")
             let dead = try await Self.deadLetter(stack)
-            #expect(dead.headers["x-herald-reason"] == .string("the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true"))
-            #expect(plain.attempts == 0)
-        }
-        let guarded = try await SMTPSink.start(security: .startTLS, login: "herald:right")
-        defer { guarded.stop() }
-        try await StackHarness.run(configure: {
-            $0.smtpURL = guarded.url
-            $0.smtpExtra = "requireTLS: true, caFile: \"\(TestTLS.shared.caFile)\", username: herald, password: wrong"
-        }) { stack in
-            try await stack.startAPI()
-            try await stack.startEmailWorker()
-            try await Self.sendLink(stack, to: "auth@example.com")
-            let dead = try await Self.deadLetter(stack)
-            guard case .string(let reason) = dead.headers["x-herald-reason"] else { Issue.record("no reason"); return }
-            #expect(reason.hasPrefix("SMTP 535"))
-            #expect(guarded.attempts == 0)
+            guard case .string(let recorded) = dead.headers["x-herald-reason"] else { Issue.record("no reason"); return }
+            #expect(recorded.hasPrefix(reason))
+            #expect(sink.attempts == 0)
         }
     }
 
