@@ -230,7 +230,7 @@ struct EmailLinkSignIn: Sendable {
     static func actionURL(project: HeraldConfiguration.Project, linkDomain: String?) throws(HeraldError) -> String {
         guard let linkDomain else { return project.emailLink.actionUrl }
         let host = linkDomain.lowercased()
-        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }), ContinueURLCheck.isAuthorized(host, project) else {
+        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }), ContinueURL.isAuthorized(host: host, domains: project.authorizedDomains) else {
             throw HeraldError(.unauthorizedDomain, "Domain not allowlisted by project")
         }
         let path = URL(string: project.emailLink.actionUrl)?.path ?? "/__/auth/action"
@@ -240,13 +240,6 @@ struct EmailLinkSignIn: Sendable {
     /// Text safe to echo in an error: printable ASCII, at most 40 characters.
     static func printable(_ text: String) -> String {
         String(text.prefix(40).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
-    }
-}
-
-/// Authorized-domain matching outside a full URL.
-enum ContinueURLCheck {
-    static func isAuthorized(_ host: String, _ project: HeraldConfiguration.Project) -> Bool {
-        (try? ContinueURL("https://\(host)/", authorizedDomains: project.authorizedDomains)) != nil
     }
 }
 

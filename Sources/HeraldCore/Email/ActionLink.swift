@@ -34,7 +34,8 @@ public struct ContinueURL: Sendable, Equatable {
         guard Self.isAuthorized(host: host.lowercased(), domains: authorizedDomains) else { throw .unauthorized(host: host.lowercased()) }
     }
 
-    static func isAuthorized(host: String, domains: [String]) -> Bool {
+    /// True when `host` is one of `domains` or a subdomain of one.
+    public static func isAuthorized(host: String, domains: [String]) -> Bool {
         domains.contains { domain in
             let domain = domain.lowercased()
             return host == domain || host.hasSuffix("." + domain)
