@@ -9,6 +9,7 @@ public final class SMTPSink: Sendable {
     public let port: Int
     let process: Process
     let output = LineBuffer()
+    let lifeline = Pipe()
 
     /// The Python with aiosmtpd and firebase-admin (`HERALDTEST_PYTHON`, else `.herald/venv/bin/python`).
     public static var python: String {
@@ -53,11 +54,22 @@ public final class SMTPSink: Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.standardError
-        pipe.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            if data.isEmpty == false { output.append(data) }
-        }
+        // The server exits when this pipe closes, which happens when this process ends for any reason,
+        // so a crashed test run leaves no server behind holding its output open.
+        process.standardInput = lifeline
         try process.run()
+        // A plain thread blocking on the pipe until end of file (a FileHandle readabilityHandler's dispatch
+        // source can outlive the handle and crash the test process).
+        let reader = pipe.fileHandleForReading
+        let thread = Thread { [output] in
+            while true {
+                let data = reader.availableData
+                if data.isEmpty { return }
+                output.append(data)
+            }
+        }
+        thread.name = "smtp-sink-output"
+        thread.start()
     }
 
     /// `smtp://127.0.0.1:<port>` (`smtps://` with implicit TLS).

@@ -117,9 +117,14 @@ async def main():
         options.update(authenticator=authenticator_for(args.auth), auth_required=True, auth_require_tls=not args.implicit_tls)
     controller = Controller(Handler(args.reply), hostname="127.0.0.1", port=port, **options)
     controller.start()
+    # Standard input is a pipe from the test process: when it closes (the test run ended, or crashed),
+    # this server ends too instead of lingering with the test's output open.
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+    loop.add_reader(sys.stdin.fileno(), lambda: stopped.set() if not sys.stdin.buffer.read1(4096) else None)
     emit({"event": "ready", "port": port})
     try:
-        await asyncio.Event().wait()
+        await stopped.wait()
     finally:
         controller.stop()
 

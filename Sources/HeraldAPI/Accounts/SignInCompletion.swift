@@ -39,13 +39,8 @@ struct SignInCompletion: Sendable {
             mfaEnrollmentId = enrollment.enrollmentID
             displayName = enrollment.displayName
             enrolledAt = Timestamp.format(enrollment.enrolledAt)
-            phoneInfo = masked ? Self.mask(enrollment.phoneNumber) : enrollment.phoneNumber
-        }
-
-        /// `+*******0100`: every digit but the last four hidden.
-        static func mask(_ number: String) -> String {
-            let digits = number.filter(\.isNumber)
-            return "+" + String(repeating: "*", count: max(0, digits.count - 4)) + String(digits.suffix(4))
+            // Enrolled numbers are stored in E.164, so they always parse.
+            phoneInfo = masked ? ((try? PhoneNumber(parsing: enrollment.phoneNumber))?.masked ?? "+****") : enrollment.phoneNumber
         }
     }
 

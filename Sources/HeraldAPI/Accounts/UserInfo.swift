@@ -35,15 +35,12 @@ struct UserInfo: Encodable, Sendable {
         displayName = user.displayName
         phoneNumber = user.phoneNumber
         var providers: [ProviderInfo] = []
-        if let email = user.email, user.passwordHash != nil {
+        // Email-link users show as the password provider in Firebase too (with no hash).
+        if let email = user.email, user.passwordHash != nil || user.emailLinkSignin {
             providers.append(ProviderInfo(providerId: "password", rawId: email, email: email, federatedId: email, displayName: user.displayName))
         }
         if let phone = user.phoneNumber {
             providers.append(ProviderInfo(providerId: "phone", rawId: phone, phoneNumber: phone))
-        }
-        if let email = user.email, user.passwordHash == nil, user.emailLinkSignin {
-            // Email-link users show as the password provider in Firebase too (with no hash).
-            providers.append(ProviderInfo(providerId: "password", rawId: email, email: email, federatedId: email, displayName: user.displayName))
         }
         providerUserInfo = providers
         createdAt = String(user.createdAt.millisecondsSince1970)

@@ -137,7 +137,8 @@ struct EmailLinkSignIn: Sendable {
         guard record.expiresAt > now else { throw HeraldError(.expiredOobCode) }
         // A signed-in caller links the address to itself; checked before the code is spent, so a refused
         // link can still sign in to the address's own account.
-        let linking = try await body.string("idToken").asyncMap { try await signedIn.resolve($0, project: project).user }
+        var linking: UserAccount?
+        if let idToken = body.string("idToken") { linking = try await signedIn.resolve(idToken, project: project).user }
         if let linking, let owner = try await store.user(projectID: project.id, email: record.email), owner.localID != linking.localID {
             throw HeraldError(.emailExists)
         }
@@ -169,9 +170,6 @@ struct EmailLinkSignIn: Sendable {
         for email: String, linkingTo linking: UserAccount?, project: HeraldConfiguration.Project, now: Date
     ) async throws -> (UserAccount, Bool) {
         if var user = linking {
-            if let owner = try await store.user(projectID: project.id, email: email), owner.localID != user.localID {
-                throw HeraldError(.emailExists)
-            }
             user.email = email
             user.emailVerified = true
             user.emailLinkSignin = true
@@ -240,13 +238,5 @@ struct EmailLinkSignIn: Sendable {
     /// Text safe to echo in an error: printable ASCII, at most 40 characters.
     static func printable(_ text: String) -> String {
         String(text.prefix(40).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
-    }
-}
-
-extension Optional {
-    /// `map` for an async, throwing transform.
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let value = self else { return nil }
-        return try await transform(value)
     }
 }

@@ -89,9 +89,8 @@ public struct TokenIssuer: Sendable {
             if let jwt = error as? JWTError, jwt.errorType == .claimVerificationFailure { throw HeraldError(.tokenExpired) }
             throw HeraldError(.invalidIDToken)
         }
-        guard claims.aud.value.contains(projectID), claims.exp.value > now else {
-            throw HeraldError(claims.exp.value > now ? .invalidIDToken : .tokenExpired)
-        }
+        guard claims.aud.value.contains(projectID) else { throw HeraldError(.invalidIDToken) }
+        guard claims.exp.value > now else { throw HeraldError(.tokenExpired) }
         return Verified(
             projectID: projectID, localID: claims.sub.value, issuedAt: claims.iat.value, provider: claims.firebase.sign_in_provider,
             secondFactor: claims.firebase.second_factor_identifier)
