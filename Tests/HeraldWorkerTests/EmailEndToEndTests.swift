@@ -180,6 +180,42 @@ struct EmailEndToEndTests {
         }
     }
 
+    @Test("same rules as SMS: a job published twice is mailed once; a job past its link's life is dropped")
+    func idempotencyAndExpiry() async throws {
+        let sink = try await SMTPSink.start()
+        defer { sink.stop() }
+        try await StackHarness.run(configure: { $0.smtpURL = sink.url }) { stack in
+            try await stack.startEmailWorker()
+            let publisher = try await TestBroker.connection(.publisher, logger: quietLogger())
+            let sealer = Sealer(key: stack.keys.sealing)
+            func job(_ id: UUID, expiresIn seconds: TimeInterval) -> Job {
+                Job(
+                    id: id, project: TestConfiguration.projectID, createdAt: Date().addingTimeInterval(-10), expiresAt: Date().addingTimeInterval(seconds),
+                    payload: .email(
+                        EmailMessage(
+                            to: "twice@example.com", template: .signInLink,
+                            params: ["linkSealed": sealer.seal("https://auth.example.com/__/auth/action?mode=signIn&oobCode=x", jobID: id)])))
+            }
+            let store = try stack.store
+            let once = UUID()
+            let late = UUID()
+            for id in [once, late] {
+                try await store.recordPending(jobID: id, projectID: TestConfiguration.projectID, type: .email, destination: "twice@example.com", now: Date())
+            }
+            let jobs = AMQPJobPublisher(connection: publisher, topology: stack.topology)
+            try await jobs.publish(job(once, expiresIn: 3600), traceparent: .random())
+            _ = try await Self.waitForMail(sink, stack)
+            try await jobs.publish(job(once, expiresIn: 3600), traceparent: .random())
+            try await jobs.publish(job(late, expiresIn: -1), traceparent: .random())
+            #expect(await eventually { (try? await store.deliveryStatus(jobID: late))??.status == .expired })
+            #expect(await eventually { stack.allOutput.contains("job already handled; skipped") })
+            try await Task.sleep(for: .seconds(1))
+            #expect(sink.accepted.count == 1)
+            #expect(try await store.deliveryStatus(jobID: once)?.status == .sent)
+            await publisher.shutdown()
+        }
+    }
+
     @Test("mail to an Apple private-relay address goes out from the relay-registered sender")
     func privateRelaySender() async throws {
         let sink = try await SMTPSink.start()
