@@ -46,6 +46,7 @@ extension HeraldBenchCommand {
         let messages = jobs.prefix(emailSubmissions).compactMap { try? renderer.render($0, now: Date()).get() }
         for concurrency in [1, 8] {
             let before = sink.accepted.count
+            let greetingsBefore = sink.events("ehlo").count
             let perTask = messages.count / concurrency
             let begun = ContinuousClock.now
             let sent = await withTaskGroup(of: Int.self) { group in
@@ -62,8 +63,9 @@ extension HeraldBenchCommand {
             }
             let elapsed = (ContinuousClock.now - begun).seconds
             _ = await eventually(timeout: .seconds(10)) { sink.accepted.count - before >= sent }
-            print(String(format: "(e) SMTP submissions to aiosmtpd, %d in flight: %d in %.2f s = %.0f mails/s (%d accepted by the server)",
-                          concurrency, perTask * concurrency, elapsed, Double(perTask * concurrency) / elapsed, sink.accepted.count - before))
+            print(String(format: "(e) SMTP submissions to aiosmtpd, %d in flight: %d in %.2f s = %.0f mails/s (%d accepted by the server, %d connection(s) opened)",
+                          concurrency, perTask * concurrency, elapsed, Double(perTask * concurrency) / elapsed, sink.accepted.count - before,
+                          sink.events("ehlo").count - greetingsBefore))
         }
         client.shutdown()
     }

@@ -6,6 +6,7 @@ Each --reply answers one DATA command in turn ("451 4.3.0 Try again later", "550
 after the list, every message is accepted with 250. --starttls offers STARTTLS and requires it before
 MAIL; --implicit-tls speaks TLS from the first byte (smtps); --auth requires AUTH with that login. Output, one JSON object per line:
   {"event": "ready", "port": N}
+  {"event": "ehlo", ...}                                                                 every EHLO
   {"event": "data", "reply": "...", "ehlo": ..., "mailFrom": ..., "rcptTos": [...]}      every DATA
   {"event": "accepted", ...parsed message...}                                             250 only
 The message is parsed with Python's own email package, independently of Herald's MIME code.
@@ -30,6 +31,12 @@ def emit(obj):
 class Handler:
     def __init__(self, replies):
         self.replies = list(replies)
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        # One per connection (two with STARTTLS): lets tests and the benchmark count connections.
+        session.host_name = hostname
+        emit({"event": "ehlo", "hostname": hostname, "tls": session.ssl is not None})
+        return responses
 
     async def handle_DATA(self, server, session, envelope):
         reply = self.replies.pop(0) if self.replies else "250 2.0.0 OK queued"
