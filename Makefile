@@ -18,7 +18,7 @@ build:
 	swift build
 
 bench:
-	@scripts/bench.sh
+	@scripts/bench.sh $(ARGS)
 
 setup:
 	@scripts/setup.sh --test
