@@ -7,11 +7,31 @@ import HeraldTesting
 import HeraldWorker
 
 extension HeraldBenchCommand {
+    /// The API side: `sendOobCode` at concurrency 64 (code stored hashed, link sealed, email job
+    /// confirmed by the broker before each answer), limits off, every request a new address.
+    func sendOobCodeThroughput() async throws {
+        let stack = try await BenchStack.start(limits: Self.noLimits)
+        do {
+            let (ok, failed, seconds) = try await closedLoop { worker, index in
+                try await stack.client.post(
+                    "/v1/accounts:sendOobCode", apiKey: TestConfiguration.apiKey,
+                    json: ["requestType": "EMAIL_SIGNIN", "email": "bench\(worker)-\(index)@example.com", "continueUrl": "https://app.example.com/"]
+                ).status == 200
+            }
+            print(String(format: "(e) sendOobCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds, Double(ok) / seconds, failed))
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
     /// Sign-in mails: rendering (templates + MIME, no I/O), then SMTP submissions through the SMTP
     /// channel (libcurl, pooled connections) to aiosmtpd on the same machine, one at a time and several
     /// in flight. aiosmtpd parses and reports every message in Python, so the second figure is a floor
     /// for what Herald can submit, not a property of a real relay.
     func emailThroughput() async throws {
+        try await sendOobCodeThroughput()
         var settings = TestConfiguration()
         settings.emailFrom = "Herald Bench <no-reply@bench.test>"
         let configuration = try settings.parsed()

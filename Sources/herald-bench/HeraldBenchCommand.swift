@@ -130,6 +130,22 @@ struct HeraldBenchCommand: AsyncParsableCommand {
 
     /// (b) sendVerificationCode answered per second with 64 requests always in flight.
     func throughput(_ stack: BenchStack) async throws {
+        let (ok, failed, seconds) = try await closedLoop { worker, index in
+            try await stack.client.post(
+                "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
+                json: ["phoneNumber": BenchStack.phone(worker * 100_000 + index)]
+            ).status == 200
+        }
+        print(String(format: "(b) sendVerificationCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds, Double(ok) / seconds, failed))
+        // Let the worker drain before the latency run.
+        _ = await eventually(timeout: .seconds(120)) { stack.gateway.received.count >= ok }
+        print("    worker drained: gateway received \(stack.gateway.received.count) SMS")
+    }
+
+    /// 64 clients sending back to back for `throughputSeconds`; `request` says whether one was accepted.
+    func closedLoop(
+        _ request: @escaping @Sendable (_ worker: Int, _ index: Int) async throws -> Bool
+    ) async throws -> (ok: Int, failed: Int, seconds: Double) {
         let deadline = ContinuousClock.now + .seconds(throughputSeconds)
         let counter = Locked((ok: 0, failed: 0))
         let started = ContinuousClock.now
@@ -138,22 +154,16 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 group.addTask {
                     var index = 0
                     while ContinuousClock.now < deadline {
-                        let answer = try await stack.client.post(
-                            "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
-                            json: ["phoneNumber": BenchStack.phone(worker * 100_000 + index)])
-                        counter.withLock { answer.status == 200 ? ($0.ok += 1) : ($0.failed += 1) }
+                        let accepted = try await request(worker, index)
+                        counter.withLock { accepted ? ($0.ok += 1) : ($0.failed += 1) }
                         index += 1
                     }
                 }
             }
             try await group.waitForAll()
         }
-        let seconds = (ContinuousClock.now - started).seconds
         let (ok, failed) = counter.withLock { ($0.ok, $0.failed) }
-        print(String(format: "(b) sendVerificationCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds, Double(ok) / seconds, failed))
-        // Let the worker drain before the latency run.
-        _ = await eventually(timeout: .seconds(120)) { stack.gateway.received.count >= ok }
-        print("    worker drained: gateway received \(stack.gateway.received.count) SMS")
+        return (ok, failed, (ContinuousClock.now - started).seconds)
     }
 
     /// (c) Open-loop load at a fixed rate: time from the request to the gateway's receipt, and to the
