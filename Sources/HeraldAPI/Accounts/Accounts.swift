@@ -126,7 +126,7 @@ struct Accounts: Sendable {
             switch attribute {
             case "DISPLAY_NAME": user.displayName = nil
             case "PHOTO_URL": break
-            default: throw HeraldError(.invalidArgument, "Unsupported deleteAttribute \(EmailLinkSignIn.printable(attribute)).")
+            default: throw HeraldError(.invalidArgument, "Unsupported deleteAttribute \(WireBody.echoable(attribute)).")
             }
         }
         for provider in body.strings("deleteProvider") {

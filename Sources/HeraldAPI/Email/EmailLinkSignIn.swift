@@ -42,7 +42,7 @@ struct EmailLinkSignIn: Sendable {
         let returnLink = body.bool("returnOobLink") == true
         if returnLink, origin.isAdmin == false { throw HeraldError(.insufficientPermission) }
         guard requestType == "EMAIL_SIGNIN" else {
-            throw HeraldError(.notImplemented, "requestType \(Self.printable(requestType)) is not supported by Herald (only EMAIL_SIGNIN).")
+            throw HeraldError(.notImplemented, "requestType \(WireBody.echoable(requestType)) is not supported by Herald (only EMAIL_SIGNIN).")
         }
         guard project.emailLink.enabled else { throw HeraldError(.operationNotAllowed) }
         guard let rawEmail = body.string("email") else { throw HeraldError(.missingEmail) }
@@ -233,10 +233,5 @@ struct EmailLinkSignIn: Sendable {
         }
         let path = URL(string: project.emailLink.actionUrl)?.path ?? "/__/auth/action"
         return "https://\(host)\(path.isEmpty ? "/__/auth/action" : path)"
-    }
-
-    /// Text safe to echo in an error: printable ASCII, at most 40 characters.
-    static func printable(_ text: String) -> String {
-        String(text.prefix(40).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
     }
 }

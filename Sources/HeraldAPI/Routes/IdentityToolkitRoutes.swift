@@ -112,7 +112,7 @@ struct IdentityToolkitRoutes: Sendable {
                     project: project, body: body,
                     origin: .init(
                         clientKey: origin.clientKey, locale: origin.locale, isAdmin: isAdmin,
-                        apiKey: request.uri.queryParameters.get("key") ?? request.headers[HTTPField.Name("x-goog-api-key")!] ?? project.apiKeys[0],
+                        apiKey: ProjectResolver.apiKey(of: request) ?? project.apiKeys[0],
                         traceparent: origin.traceparent)))
         case "accounts:signInWithEmailLink":
             return JSONWire.response(try await emailLink.signIn(project: project, body: try await Self.body(of: request, context)))

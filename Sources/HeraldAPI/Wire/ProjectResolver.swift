@@ -6,8 +6,13 @@ import Hummingbird
 struct ProjectResolver: Sendable {
     let configuration: HeraldConfiguration
 
+    /// The API key a request carries, if any.
+    static func apiKey(of request: Request) -> String? {
+        request.uri.queryParameters.get("key").map { String($0) } ?? request.headers[HTTPField.Name("x-goog-api-key")!]
+    }
+
     func project(for request: Request) throws(HeraldError) -> HeraldConfiguration.Project {
-        let key = request.uri.queryParameters.get("key") ?? request.headers[HTTPField.Name("x-goog-api-key")!]
+        let key = Self.apiKey(of: request)
         guard let key, key.isEmpty == false else { throw HeraldError(.missingAPIKey) }
         guard let project = configuration.project(forAPIKey: key) else { throw HeraldError(.invalidAPIKey) }
         return project

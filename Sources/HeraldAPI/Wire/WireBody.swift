@@ -75,6 +75,11 @@ struct WireBody {
     /// True when the field is present at all (even empty).
     func contains(_ name: String) -> Bool { raw(name) != nil }
 
+    /// A client's value made safe to quote in an error message: letters, digits and `_`, at most 40.
+    static func echoable(_ text: String) -> String {
+        String(text.prefix(40).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+    }
+
     static func snakeCase(_ name: String) -> String {
         var out = ""
         for character in name {

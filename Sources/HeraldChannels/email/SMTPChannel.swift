@@ -48,20 +48,18 @@ public struct SMTPChannel: EmailChannel {
         default:
             break
         }
-        // No usable reply code: a transport or TLS problem.
-        switch reply.curlCode {
-        case 64:  // CURLE_USE_SSL_FAILED
+        // No final 4xx/5xx reply: a transport or TLS problem. Once DATA's content started to leave, the
+        // server may have queued the message whatever broke, so it is never resent blindly.
+        if reply.curlCode == 64 {  // CURLE_USE_SSL_FAILED
             return .permanent(reason: "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true")
-        case 60, 77, 58:  // certificate verification, CA file, client certificate
-            return .retryable(reason: "SMTP TLS verification failed: \(reply.error ?? "")", retryAfter: nil)
-        case 28, 55, 56, 52:  // timeout, send, receive, nothing received
-            if reply.messageStarted {
-                return .uncertain(reason: "the SMTP connection broke after the message started to leave: \(reply.error ?? "")")
-            }
-            return .retryable(reason: "SMTP connection failed: \(reply.error ?? "")", retryAfter: nil)
-        default:
-            return .retryable(reason: "SMTP server unreachable: \(reply.error ?? "curl error \(reply.curlCode)")", retryAfter: nil)
         }
+        if reply.messageStarted {
+            return .uncertain(reason: "the SMTP connection broke after the message started to leave: \(reply.error ?? "curl error \(reply.curlCode)")")
+        }
+        if [60, 77, 58].contains(reply.curlCode) {  // certificate verification, CA file, client certificate
+            return .retryable(reason: "SMTP TLS verification failed: \(reply.error ?? "")", retryAfter: nil)
+        }
+        return .retryable(reason: "SMTP server unreachable: \(reply.error ?? "curl error \(reply.curlCode)")", retryAfter: nil)
     }
 
     /// Reply lines quoted for operators; servers sometimes echo parts of the message, and a sign-in
