@@ -73,11 +73,14 @@ let package = Package(
             name: "HeraldChannels",
             dependencies: [
                 "HeraldCore", "HeraldCurl",
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
+
+        // Writes the git revision into HeraldRuntime at build time (`--version`, `herald_build_info`).
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool(), path: "Sources/BuildInfoPlugin"),
 
         // Boot shared by every executable: configuration, logging, metrics, health endpoints.
         .target(
@@ -92,7 +95,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["BuildInfoPlugin"]
         ),
 
         // Processes' insides.

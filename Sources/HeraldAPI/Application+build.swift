@@ -20,15 +20,13 @@ public struct APIDependencies: Sendable {
     public var clock: any WallClock
     /// True when the store and the broker are reachable (`/readyz`).
     public var isReady: @Sendable () -> Bool
-    /// The Prometheus text for `/metrics`.
-    public var metrics: @Sendable () -> String
     /// Long-running parts the application runs and stops with it (the broker connection).
     public var services: [any Service]
 
     public init(
         configuration: HeraldConfiguration, store: any HeraldStoreProtocol, publisher: any JobPublisher, keys: HeraldKeys,
         tokens: TokenIssuer, clock: any WallClock = SystemClock(), isReady: @escaping @Sendable () -> Bool,
-        metrics: @escaping @Sendable () -> String, services: [any Service] = []
+        services: [any Service] = []
     ) {
         self.configuration = configuration
         self.store = store
@@ -37,15 +35,13 @@ public struct APIDependencies: Sendable {
         self.tokens = tokens
         self.clock = clock
         self.isReady = isReady
-        self.metrics = metrics
         self.services = services
     }
 
     /// The SQLite store and a confirm-mode publisher connection that declares the topology on every
     /// (re)connect; keys come from `KeyMaterial` (configuration or `state.dir`).
     public static func live(
-        configuration: HeraldConfiguration, sealingKey: Data, signingKeyPEM: String, logger: Logger,
-        metrics: @escaping @Sendable () -> String
+        configuration: HeraldConfiguration, sealingKey: Data, signingKeyPEM: String, logger: Logger
     ) async throws -> APIDependencies {
         let store = try SQLiteStore(url: configuration.store.url)
         let topology = Topology(configuration: configuration)
@@ -65,23 +61,19 @@ public struct APIDependencies: Sendable {
             })
         let tokens = try await TokenIssuer(privateKeyPEM: signingKeyPEM, idTokenTTL: configuration.tokens.idTokenTTL)
         return APIDependencies(
-            configuration: configuration, store: store, publisher: AMQPJobPublisher(connection: connection, topology: topology),
-            keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected }, metrics: metrics,
+            configuration: configuration, store: store, publisher: AMQPJobPublisher(connection: connection, topology: topology, keys: HeraldKeys(master: sealingKey)),
+            keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected },
             services: [connection, StoreMaintenance(store: store, logger: logger)])
     }
 }
 
-/// Builds herald-api: Identity Toolkit routes, token endpoints, JWKS, health and metrics.
+/// Builds herald-api: Identity Toolkit routes, token endpoints, JWKS and health. Metrics are served on
+/// their own listener (`http.metricsHost`/`metricsPort`, added by the executable), not here.
 public func buildApplication(_ dependencies: APIDependencies, logger: Logger) -> Application<RouterResponder<HeraldRequestContext>> {
     let configuration = dependencies.configuration
     let router = Router(context: HeraldRequestContext.self)
     router.add(middleware: IdentityToolkitErrorMiddleware())
-    router.add(
-        middleware: CORSMiddleware(
-            allowOrigin: .originBased,
-            allowHeaders: [.contentType, .authorization, HTTPField.Name("x-goog-api-key")!, HTTPField.Name("x-client-version")!,
-                           HTTPField.Name("x-firebase-locale")!, HTTPField.Name("x-firebase-gmpid")!, HTTPField.Name("x-ios-bundle-identifier")!],
-            allowMethods: [.get, .post, .delete, .options]))
+    router.add(middleware: CrossOriginPolicy(configuration: configuration))
     let verifier = AppVerifier(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
         captcha: CaptchaVerifier(client: CurlClient(logger: logger), logger: logger), clock: dependencies.clock, logger: logger)
@@ -95,7 +87,9 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     let emailLink = EmailLinkSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
         completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock, logger: logger)
-    let accounts = Accounts(store: dependencies.store, signedIn: signedIn, completion: completion, clock: dependencies.clock, logger: logger)
+    let accounts = Accounts(
+        store: dependencies.store, signedIn: signedIn, completion: completion, limits: configuration.limits, clock: dependencies.clock,
+        logger: logger)
     let mfa = PhoneMFA(
         store: dependencies.store, phone: phone, verifier: verifier, completion: completion, signedIn: signedIn, clock: dependencies.clock,
         logger: logger)
@@ -119,14 +113,11 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         let ready = dependencies.isReady()
         return Response(status: ready ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
     }
-    let metrics = dependencies.metrics
-    router.get("/metrics") { _, _ -> Response in
-        var headers = HTTPFields()
-        headers[.contentType] = "text/plain; version=0.0.4"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metrics())))
-    }
+    // One idle timeout for slow heads, slow bodies and idle keep-alive connections (slowloris).
+    let (seconds, attoseconds) = configuration.http.idleTimeout.components
+    let idleTimeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     return Application(
-        router: router,
+        router: router, server: .http1(configuration: .init(idleTimeout: idleTimeout)),
         configuration: .init(address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api"),
         services: dependencies.services, logger: logger)
 }

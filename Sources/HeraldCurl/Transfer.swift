@@ -4,6 +4,9 @@ import Foundation
 /// One easy handle and everything that must outlive it: header list, buffers, continuation.
 /// Configured and completed on the loop thread.
 final class Transfer: @unchecked Sendable {
+    /// The only protocols a transfer may use.
+    static let allowedProtocols = "http,https,smtp,smtps"
+
     // @unchecked: after `perform` hands it to the inbox, only the loop thread touches it.
 
     /// What the transfer does.
@@ -59,6 +62,10 @@ final class Transfer: @unchecked Sendable {
         var codes: [CURLcode] = []
         codes.append(herald_curl_setopt_string(easy, CURLOPT_URL, url))
         codes.append(herald_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        // Herald speaks HTTP(S) to gateways, APNs and siteverify and SMTP(S) to relays; a configured
+        // file://, gopher:// or dict:// URL must fail rather than read files or reach other services.
+        codes.append(herald_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, Self.allowedProtocols))
+        codes.append(herald_curl_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
         codes.append(herald_curl_setopt_pointer(easy, CURLOPT_PRIVATE, opaque))
         codes.append(herald_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
         codes.append(herald_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(timeout.curlMilliseconds)))

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import HeraldCore
 import Yams
@@ -36,15 +37,32 @@ public enum ConfigurationLoader {
         } catch {
             throw ConfigError(key: "(file)", problem: "not valid YAML: \(error)")
         }
+        // Only variables under a top-level key are Herald's to validate; the rest, and Kubernetes service
+        // links (a Service named `herald` injects `HERALD_PORT=tcp://…`, `HERALD_SERVICE_HOST`, …), are left
+        // alone and listed in `ignoredEnvironment`. A value that does not parse is an error only for a
+        // variable that turns out to be Herald's.
         var overrides: [String: ConfigValue] = [:]
+        var unparsable: [String: ConfigError] = [:]
         for (name, text) in environment where name.hasPrefix("HERALD_") && reservedVariables.contains(name) == false {
-            overrides[name] = try overrideValue(text, variable: name)
+            guard isKubernetesServiceLink(name, value: text) == false else { continue }
+            do {
+                overrides[name] = try overrideValue(text, variable: name)
+            } catch let error as ConfigError {
+                unparsable[name] = error
+            }
         }
         let session = ConfigReader.Session(environment: overrides)
         var configuration = try HeraldConfiguration(reader: try ConfigReader(root: root, session: session))
-        if let unknown = session.unusedEnvironment().first {
-            throw ConfigError(key: unknown, problem: "environment variable matches no configuration key (HERALD_<UPPER_SNAKE_PATH>, e.g. HERALD_SMS_HTTP_URL)")
+        for name in (session.unusedEnvironment() + unparsable.keys).sorted() where session.isUnderConfiguration(name) {
+            if let error = unparsable[name] { throw error }
+            var problem = "environment variable matches no configuration key (HERALD_<UPPER_SNAKE_PATH>, e.g. HERALD_SMS_HTTP_URL)"
+            if let suggestion = session.suggestion(for: name) { problem += "; did you mean \(suggestion)?" }
+            throw ConfigError(key: name, problem: problem)
         }
+        let unused = Set(session.unusedEnvironment())
+        configuration.ignoredEnvironment = environment.keys.filter { name in
+            name.hasPrefix("HERALD_") && reservedVariables.contains(name) == false && (overrides[name] == nil || unused.contains(name))
+        }.sorted()
         configuration.sms.templates = try loadTemplates(
             directory: configuration.sms.templateDir, key: "sms.templateDir",
             files: HeraldConfiguration.smsTemplateNames.map { ("\($0).txt", $0) }, placeholders: HeraldConfiguration.smsTextPlaceholders)
@@ -52,6 +70,25 @@ public enum ConfigurationLoader {
             directory: configuration.email.templateDir, key: "email.templateDir",
             files: HeraldConfiguration.emailTemplateFiles.map { ($0, $0) }, placeholders: HeraldConfiguration.emailPlaceholders)
         return configuration
+    }
+
+    /// The variables Kubernetes sets for a Service: `<S>_SERVICE_HOST`, `<S>_SERVICE_PORT[_<NAME>]`,
+    /// `<S>_PORT=tcp://…` and `<S>_PORT_<n>_<TCP|UDP|SCTP>[_PROTO|_PORT|_ADDR]`. No configuration key has
+    /// such a name, except that `<S>_PORT` can look like `HERALD_HTTP_PORT`: that one is told by its
+    /// value, a URL no port key accepts.
+    static func isKubernetesServiceLink(_ name: String, value: String) -> Bool {
+        let parts = name.split(separator: "_", omittingEmptySubsequences: false)
+        if let service = parts.lastIndex(of: "SERVICE"), service + 1 < parts.count {
+            if parts[service + 1] == "HOST" && service + 2 == parts.count { return true }
+            if parts[service + 1] == "PORT" { return true }
+        }
+        if parts.last == "PORT", ["tcp://", "udp://", "sctp://"].contains(where: value.lowercased().hasPrefix) { return true }
+        for index in parts.indices where parts[index] == "PORT" && index + 2 < parts.count {
+            guard parts[index + 1].allSatisfy(\.isNumber), ["TCP", "UDP", "SCTP"].contains(parts[index + 2]) else { continue }
+            if index + 3 == parts.count { return true }
+            if index + 4 == parts.count, ["PROTO", "PORT", "ADDR"].contains(parts[index + 3]) { return true }
+        }
+        return false
     }
 
     /// Reads `<directory>/<locale>/<file>` for every locale directory into the catalog under `name`;
@@ -126,20 +163,22 @@ public enum ConfigurationLoader {
 }
 
 extension ConfigurationLoader {
-    /// Loads like `load`, but prints a configuration error the way an operator wants to read it
-    /// (one line naming the key) and exits with status 78 (EX_CONFIG) instead of throwing.
-    public static func loadOrExit(path: String?) throws -> (configuration: HeraldConfiguration, path: String) {
-        try orExit { try load(path: path) }
+    /// Loads like `load`, but prints a configuration error the way an operator wants to read it (one
+    /// line naming the key) and throws `ExitCode(78)` (EX_CONFIG), which the executable's `run()` hands
+    /// back to ArgumentParser as its exit status.
+    public static func loadOrExitCode(path: String?) throws -> (configuration: HeraldConfiguration, path: String) {
+        try orExitCode { try load(path: path) }
     }
 
-    /// Runs `body`; a ConfigError it throws is printed as one line and ends the process with 78
-    /// (EX_CONFIG), like an invalid file. For checks only one executable makes (a key file it reads).
-    public static func orExit<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body`; a ConfigError it throws is printed as one line and becomes `ExitCode(78)`, like an
+    /// invalid file. For checks only one executable makes (a key file it reads).
+    public static func orExitCode<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as ConfigError {
-            FileHandle.standardError.write(Data("herald: invalid configuration: \(error)\n".utf8))
-            exit(78)
+            LineOutput.installProcessWide()
+            LineOutput.standardError.write("herald: invalid configuration: \(error)")
+            throw ExitCode(78)
         }
     }
 }

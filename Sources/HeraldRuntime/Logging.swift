@@ -8,7 +8,8 @@ public enum HeraldLogging {
     private static let bootstrapped = Mutex(false)
 
     /// Installs the handler once per process (later calls are ignored, as swift-log requires).
-    public static func bootstrap(_ settings: HeraldConfiguration.Logging, output: FileHandle = .standardError) {
+    public static func bootstrap(_ settings: HeraldConfiguration.Logging, output: LineOutput = .standardError) {
+        LineOutput.installProcessWide()
         let first = bootstrapped.withLock { done -> Bool in
             defer { done = true }
             return done == false
@@ -25,15 +26,16 @@ public enum HeraldLogging {
 }
 
 /// One line per event, JSON or text. Never formats anything but the message and its metadata; callers
-/// keep secrets out of both.
+/// keep secrets out of both. Lines go through `LineOutput`, which drops (and counts) what it cannot write
+/// rather than stopping the process.
 public struct LineLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
     let label: String
     let json: Bool
-    let output: FileHandle
+    let output: LineOutput
 
-    public init(label: String, json: Bool, output: FileHandle) {
+    public init(label: String, json: Bool, output: LineOutput) {
         self.label = label
         self.json = json
         self.output = output
@@ -58,6 +60,6 @@ public struct LineLogHandler: LogHandler {
             let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             line = "\(time) \(event.level.rawValue.uppercased()) \(label): \(event.message)\(fields.isEmpty ? "" : " " + fields)"
         }
-        output.write(Data((line + "\n").utf8))
+        output.write(line)
     }
 }

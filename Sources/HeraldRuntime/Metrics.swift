@@ -19,6 +19,11 @@ public enum HeraldMetrics {
             ]
             MetricsSystem.bootstrap(factory)
             current = registry
+            // Which build is answering, and a drop counter that reads 0 until a log line is lost.
+            Gauge(label: "herald_build_info", dimensions: [("version", BuildInfo.version), ("revision", BuildInfo.revision)]).record(1)
+            for stream in ["stderr", "stdout"] {
+                Counter(label: "herald_log_lines_dropped_total", dimensions: [("stream", stream)]).increment(by: 0)
+            }
             return registry
         }
     }

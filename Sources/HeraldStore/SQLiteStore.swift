@@ -184,20 +184,20 @@ public final class SQLiteStore: HeraldStoreProtocol {
         return try await run { db in
             let claimed = try db.query(
                 """
-                INSERT INTO deliveries (job_id, project_id, type, destination, status, owner, attempts, created_at_ms, updated_at_ms)
-                VALUES (?, ?, ?, ?, 'sending', ?, 1, ?, ?)
-                ON CONFLICT (job_id) DO UPDATE SET
-                  status = 'sending', owner = excluded.owner, attempts = deliveries.attempts + 1,
-                  updated_at_ms = excluded.updated_at_ms
-                WHERE deliveries.status IN \(claimable)
+                UPDATE deliveries SET status = 'sending', owner = ?, attempts = attempts + 1, updated_at_ms = ?
+                WHERE job_id = ? AND project_id = ? AND type = ? AND destination = ? AND status IN \(claimable)
                 RETURNING attempts
                 """,
-                [.text(id), .text(projectID), .text(type.rawValue), .text(destination), .text(owner),
-                 .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
+                [.text(owner), .integer(now.millisecondsSince1970), .text(id), .text(projectID), .text(type.rawValue), .text(destination)])
             if let attempts = claimed.first?[0].int { return .claimed(attempt: Int(attempts)) }
-            guard let row = try db.query("SELECT status, owner FROM deliveries WHERE job_id = ?", [.text(id)]).first,
-                let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
-            else { throw StoreError(code: -1, message: "delivery claim found no row") }
+            guard let row = try db.query(
+                "SELECT status, owner, project_id, type, destination FROM deliveries WHERE job_id = ?", [.text(id)]
+            ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
+            else { return .unknown }
+            for (field, stored, claimed) in [("project", row[2].string, projectID), ("type", row[3].string, type.rawValue), ("to", row[4].string, destination)]
+            where stored != claimed {
+                return .mismatch(field: field)
+            }
             if status == .sending { return .inDoubt(owner: row[1].string ?? "unknown") }
             return .finished(status)
         }

@@ -50,7 +50,11 @@ public struct TestConfiguration: Sendable {
     /// The `emailLink` section of the test project.
     public var emailLink = "{enabled: true, linkTTL: 1h, actionUrl: \"https://auth.example.com/__/auth/action\", enumerationProtection: false}"
     public var mfa = "{phone: enabled}"
-    public var adminTokens = ["owner"]
+    /// A production-grade admin token; firebase-admin's emulator token `owner` needs `devMode: true`.
+    public var adminTokens = [Self.adminToken]
+    /// herald-api's metrics listener (0: any free port).
+    public var apiMetricsPort = 0
+    public var idleTimeout = "30s"
     public var emailProvider = "smtp"
     public var smtpURL = "smtp://127.0.0.1:1"
     public var smtpTimeout = "5s"
@@ -70,6 +74,11 @@ public struct TestConfiguration: Sendable {
 
     public init() {}
 
+    /// The admin token tests send (`Authorization: Bearer …`).
+    public static let adminToken = "test-admin-token-0123456789abcdefghijklmnop"
+    /// The header that carries it.
+    public static let adminHeader = [("Authorization", "Bearer \(adminToken)")]
+
     /// The project tests use.
     public static let apiKey = "test-api-key"
     public static let projectID = "test-project"
@@ -79,7 +88,7 @@ public struct TestConfiguration: Sendable {
     public var yaml: String {
         let numbers = testNumbers.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
         return """
-            http: {host: 127.0.0.1, port: \(apiPort), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
+            http: {host: 127.0.0.1, port: \(apiPort), metricsPort: \(apiMetricsPort), idleTimeout: \(idleTimeout), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
             state: {dir: "\(stateDir)"}
             amqp: {url: "\(amqpURL)", exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s}
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}

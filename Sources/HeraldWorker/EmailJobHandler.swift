@@ -61,9 +61,9 @@ public struct EmailJobHandler: JobHandler {
         guard let sealed = email.params["linkSealed"] else { return .failure(RenderFailure(description: "params.linkSealed is missing")) }
         let link: String
         do {
-            link = try sealer.open(sealed, jobID: job.id)
+            link = try sealer.open(sealed, jobID: job.id, destination: email.to)
         } catch {
-            return .failure(RenderFailure(description: "params.linkSealed does not open with this codes.sealingKey (or was sealed for another job)"))
+            return .failure(RenderFailure(description: "params.linkSealed does not open with this codes.sealingKey (or was sealed for another job or address)"))
         }
         let values = ["link": link, "app": email.params["app"] ?? job.project, "email": email.to]
         let from = sender(for: email.to)

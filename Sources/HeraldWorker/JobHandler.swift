@@ -92,9 +92,9 @@ public struct SMSJobHandler: JobHandler {
             }
             let code: String
             do {
-                code = try sealer.open(sealed, jobID: job.id)
+                code = try sealer.open(sealed, jobID: job.id, destination: message.to)
             } catch {
-                return .failure(RenderFailure(description: "params.codeSealed does not open with this codes.sealingKey (or was sealed for another job)"))
+                return .failure(RenderFailure(description: "params.codeSealed does not open with this codes.sealingKey (or was sealed for another job or number)"))
             }
             let minutes = max(1, Int((job.expiresAt.timeIntervalSince(now) / 60).rounded(.up)))
             let text = template.render(["code": code, "app": message.params["app"] ?? job.project, "minutes": String(minutes)])

@@ -9,7 +9,8 @@ import UnixSignals
 /// SIGINT, draining first and closing the health endpoint last.
 public enum WorkerProcess {
     public static func run(
-        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, configuration: HeraldConfiguration, logger: Logger
+        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, keys: HeraldKeys, configuration: HeraldConfiguration,
+        logger: Logger
     ) async throws {
         guard let workerConfiguration = configuration.workers.settings(for: handler.type) else {
             throw ConfigError(key: "workers.\(handler.type.rawValue)", problem: "no worker block for this job type")
@@ -17,9 +18,9 @@ public enum WorkerProcess {
         let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: handler.type, logger: logger)
         let worker = WorkerService(
             handler: handler, ledger: ledger, consumer: consumer, publisher: publisher, topology: topology,
-            settings: .init(workerConfiguration), logger: logger)
+            settings: .init(workerConfiguration), keys: keys, logger: logger)
         let health = HealthServer(
-            host: configuration.http.host, port: workerConfiguration.metricsPort, logger: logger, isReady: { worker.isReady },
+            host: configuration.http.host, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout, logger: logger, isReady: { worker.isReady },
             onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
         // Services stop in reverse order: the worker drains first, the health endpoint goes last.
         let group = ServiceGroup(

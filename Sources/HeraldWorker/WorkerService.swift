@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldAMQP
 import HeraldCore
@@ -58,14 +59,17 @@ public final class WorkerService: Service {
     let publisher: AMQPConnection
     let topology: Topology
     let settings: Settings
+    /// Verifies `x-herald-signature` (`HeraldKeys.jobSigning`).
+    let jobKey: SymmetricKey
     let clock: any WallClock
     let logger: Logger
     let stopping = Mutex(false)
 
     public init(
         handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology,
-        settings: Settings, clock: any WallClock = SystemClock(), logger: Logger
+        settings: Settings, keys: HeraldKeys, clock: any WallClock = SystemClock(), logger: Logger
     ) {
+        self.jobKey = keys.jobSigning
         self.handler = handler
         self.ledger = ledger
         self.consumer = consumer
@@ -173,6 +177,17 @@ public final class WorkerService: Service {
             count("malformed")
             return
         }
+        // Nothing from the broker is read, let alone sent, before it proves it came from herald-api.
+        let signature: String? = if case .string(let text) = delivery.headers[JobSignature.header] { text } else { nil }
+        guard JobSignature.verify(delivery.body, signature: signature, key: jobKey) else {
+            logger.error(
+                "unauthenticated job dead-lettered", metadata: ["message.id": .string(delivery.messageID ?? "-"), "signed": .stringConvertible(signature != nil)])
+            await deadLetter(
+                delivery, reason: "unauthenticated: \(signature == nil ? "no" : "an invalid") \(JobSignature.header) (workers send only jobs herald-api signed)",
+                attempt: 0)
+            count("unauthenticated")
+            return
+        }
         let job: Job
         do {
             job = try JobCodec.decode(delivery.body)
@@ -236,6 +251,13 @@ public final class WorkerService: Service {
             return
         case .claimed(let value):
             attempt = value
+        case .unknown, .mismatch:
+            // Signed, yet not what the API recorded: never send it.
+            let why = if case .mismatch(let field) = claim { "the ledger's \(field) differs from the job's" } else { "no ledger row for this job id" }
+            log.error("job does not match the ledger; dead-lettered", metadata: ["problem": .string(why)])
+            await deadLetter(delivery, reason: "unauthenticated: \(why)", attempt: 0)
+            count("unauthenticated")
+            return
         }
 
         let started = ContinuousClock.now
@@ -395,7 +417,7 @@ public final class WorkerService: Service {
 
     /// Headers a job keeps when republished (not the broker's own `x-death` bookkeeping).
     static func carriedHeaders(_ headers: [String: AMQPHeaderValue]) -> [String: AMQPHeaderValue] {
-        headers.filter { $0.key == "traceparent" || $0.key == "x-herald-schema" }
+        headers.filter { Job.carriedHeaders.contains($0.key) }
     }
 }
 

@@ -10,7 +10,7 @@ import Logging
 @main
 struct HeraldAdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-admin", abstract: "Operate a Herald installation.",
+        commandName: "herald-admin", abstract: "Operate a Herald installation.", version: BuildInfo.versionLine,
         subcommands: [Topology.self, DeadLetters.self, Limits.self])
 
     struct Topology: AsyncParsableCommand {
@@ -31,7 +31,7 @@ struct HeraldAdminCommand: AsyncParsableCommand {
 
 /// Connects a short-lived publisher connection for admin work.
 func adminConnection(_ options: CommonOptions) async throws -> (HeraldConfiguration, HeraldAMQP.Topology, AMQPConnection) {
-    let (configuration, _) = try ConfigurationLoader.loadOrExit(path: options.config)
+    let (configuration, _) = try ConfigurationLoader.loadOrExitCode(path: options.config)
     HeraldLogging.bootstrap(.init(level: "warning", format: configuration.logging.format))
     let endpoint = AMQPEndpoint(url: configuration.amqp.url)!
     let connection = AMQPConnection(
@@ -131,7 +131,7 @@ extension HeraldAdminCommand.DeadLetters {
             var replayed = 0
             while replayed < limit {
                 guard let message = try await connection.perform({ try $0.get(topology.deadQueue(jobType), acknowledge: false) }) else { break }
-                var headers = message.headers.filter { $0.key == "traceparent" || $0.key == "x-herald-schema" }
+                var headers = message.headers.filter { Job.carriedHeaders.contains($0.key) }
                 headers["x-herald-attempt"] = .int(0)
                 // The ledger says "failed"; mark the job pending again so a worker sends it.
                 if let id = message.messageID.flatMap(UUID.init(uuidString:)) {
@@ -152,7 +152,7 @@ extension HeraldAdminCommand.DeadLetters {
 
 /// The store named by the configuration, for commands that need no broker.
 func adminStore(_ options: CommonOptions) throws -> (HeraldConfiguration, SQLiteStore) {
-    let (configuration, _) = try ConfigurationLoader.loadOrExit(path: options.config)
+    let (configuration, _) = try ConfigurationLoader.loadOrExitCode(path: options.config)
     return (configuration, try SQLiteStore(url: configuration.store.url))
 }
 

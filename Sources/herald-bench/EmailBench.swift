@@ -45,11 +45,11 @@ extension HeraldBenchCommand {
             ).text
             return Job(
                 id: id, project: "bench", createdAt: Date(), expiresAt: Date().addingTimeInterval(3600), locale: "de",
-                payload: .email(EmailMessage(to: "bench@example.com", template: .signInLink, params: ["linkSealed": sealer.seal(link, jobID: id), "app": "Bench"])))
+                payload: .email(EmailMessage(to: "bench@example.com", template: .signInLink, params: ["linkSealed": sealer.seal(link, jobID: id, destination: "bench@example.com"), "app": "Bench"])))
         }
 
         // Rendering: open the sealed link, three templates, MIME with quoted-printable and RFC 2047.
-        let renderer = EmailJobHandler(channel: ConsoleEmailChannel(), keys: keys, settings: configuration.email)
+        let renderer = EmailJobHandler(channel: ConsoleEmailChannel(print: LineOutput.standardOutput.write), keys: keys, settings: configuration.email)
         let jobs = (0..<emailCount).map { _ in job() }
         var bytes = 0
         let started = ContinuousClock.now

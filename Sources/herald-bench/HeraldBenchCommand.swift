@@ -13,7 +13,7 @@ import Synchronization
 @main
 struct HeraldBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-bench", abstract: "Measure broker confirms, API throughput, enqueue→gateway latency and memory.")
+        commandName: "herald-bench", abstract: "Measure broker confirms, API throughput, enqueue→gateway latency and memory.", version: BuildInfo.versionLine)
 
     @Option(help: "Messages for the raw publish-with-confirms run.") var publishCount = 20_000
     @Option(help: "Confirms in flight during the raw publish run.") var window = 500

@@ -11,7 +11,7 @@ import Logging
 @main
 struct HeraldEmailWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-email-worker", abstract: "Deliver sign-in-link emails from RabbitMQ over SMTP.")
+        commandName: "herald-email-worker", abstract: "Deliver sign-in-link emails from RabbitMQ over SMTP.", version: BuildInfo.versionLine)
 
     @OptionGroup var options: CommonOptions
 
@@ -23,10 +23,10 @@ struct HeraldEmailWorkerCommand: AsyncParsableCommand {
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let channel: any EmailChannel =
             configuration.email.provider == "console"
-            ? ConsoleEmailChannel() : SMTPChannel(client: CurlClient(logger: logger), settings: configuration.email)
+            ? ConsoleEmailChannel(print: LineOutput.standardOutput.write) : SMTPChannel(client: CurlClient(logger: logger), settings: configuration.email)
         let handler = EmailJobHandler(
             channel: channel, keys: keys, settings: configuration.email,
             providerRate: configuration.email.provider == "smtp" ? configuration.email.rate : nil)
-        try await WorkerProcess.run(handler: handler, ledger: store, configuration: configuration, logger: logger)
+        try await WorkerProcess.run(handler: handler, ledger: store, keys: keys, configuration: configuration, logger: logger)
     }
 }

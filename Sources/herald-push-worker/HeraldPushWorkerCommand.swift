@@ -12,7 +12,7 @@ import Logging
 @main
 struct HeraldPushWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-push-worker", abstract: "Deliver silent app-verification pushes from RabbitMQ over APNs.")
+        commandName: "herald-push-worker", abstract: "Deliver silent app-verification pushes from RabbitMQ over APNs.", version: BuildInfo.versionLine)
 
     @OptionGroup var options: CommonOptions
 
@@ -23,15 +23,15 @@ struct HeraldPushWorkerCommand: AsyncParsableCommand {
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let delivery: any PushDelivery
         if configuration.push.provider == "console" {
-            delivery = ConsolePushChannel()
+            delivery = ConsolePushChannel(print: LineOutput.standardOutput.write)
         } else {
-            let token = try ConfigurationLoader.orExit { try Self.providerToken(configuration.push) }
+            let token = try ConfigurationLoader.orExitCode { try Self.providerToken(configuration.push) }
             delivery = APNsChannel(
                 settings: .init(url: configuration.push.apnsURL, caFile: configuration.push.caFile, timeout: configuration.push.timeout),
                 token: token, logger: logger)
         }
         try await WorkerProcess.run(
-            handler: PushJobHandler(delivery: delivery, keys: keys, tokens: store, logger: logger), ledger: store,
+            handler: PushJobHandler(delivery: delivery, keys: keys, tokens: store, logger: logger), ledger: store, keys: keys,
             configuration: configuration, logger: logger)
     }
 

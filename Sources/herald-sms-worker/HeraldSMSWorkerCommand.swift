@@ -11,7 +11,7 @@ import Logging
 @main
 struct HeraldSMSWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-sms-worker", abstract: "Deliver SMS jobs from RabbitMQ through the configured provider.")
+        commandName: "herald-sms-worker", abstract: "Deliver SMS jobs from RabbitMQ through the configured provider.", version: BuildInfo.versionLine)
 
     @OptionGroup var options: CommonOptions
 
@@ -22,11 +22,11 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let channel: any DeliveryChannel =
             configuration.sms.provider == "console"
-            ? ConsoleChannel() : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
+            ? ConsoleChannel(print: LineOutput.standardOutput.write) : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
         let handler = SMSJobHandler(
             channel: channel, keys: keys, templates: configuration.sms.templates,
             providerRate: configuration.sms.provider == "http" ? configuration.sms.http.rate : nil,
             perNumberSpacing: configuration.sms.perNumberSpacing)
-        try await WorkerProcess.run(handler: handler, ledger: store, configuration: configuration, logger: logger)
+        try await WorkerProcess.run(handler: handler, ledger: store, keys: keys, configuration: configuration, logger: logger)
     }
 }

@@ -41,8 +41,7 @@ struct APIHarness {
     func run(_ body: @escaping @Sendable (HeraldClient, AMQPConnection) async throws -> Void) async throws {
         var dependencies = try await APIDependencies.live(
             configuration: configuration, sealingKey: configuration.codes.sealingKey!,
-            signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM), logger: logs.logger("herald-api"),
-            metrics: { "" })
+            signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM), logger: logs.logger("herald-api"))
         dependencies.clock = clock
         let app = buildApplication(dependencies, logger: logs.logger("herald-api"))
         let admin = try await TestBroker.connection(.publisher, name: "test-admin", logger: quietLogger())
@@ -85,7 +84,7 @@ struct APIHarness {
         guard case .email(let message) = job.payload, let sealed = message.params["linkSealed"] else {
             throw TestFailure("not an email job")
         }
-        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id)
+        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id, destination: message.to)
     }
 
     /// The secret inside a published push job.
@@ -93,7 +92,7 @@ struct APIHarness {
         guard case .push(let message) = job.payload, let sealed = message.payload["secretSealed"] else {
             throw TestFailure("not a push job")
         }
-        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id)
+        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id, destination: message.deviceToken)
     }
 
     /// The code inside a published job, opened with the test's sealing key.
@@ -101,7 +100,7 @@ struct APIHarness {
         guard case .sms(let message) = job.payload, let sealed = message.params["codeSealed"] else {
             throw TestFailure("not a verification job")
         }
-        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id)
+        return try Sealer(key: keys.sealing).open(sealed, jobID: job.id, destination: message.to)
     }
 }
 

@@ -180,7 +180,7 @@ struct EmailLinkTests {
     func unverifiedPasswordRemoved() async throws {
         let harness = try APIHarness()
         try await harness.run { client, admin in
-            let owner = [("Authorization", "Bearer owner")]
+            let owner = TestConfiguration.adminHeader
             let base = "/identitytoolkit.googleapis.com/v1/projects/\(TestConfiguration.projectID)"
             let created = try await client.post(base + "/accounts", json: ["email": "dave@example.com", "password": "hunter22"], headers: owner)
             #expect(created.status == 200)
@@ -214,7 +214,7 @@ struct EmailLinkTests {
     func olderSessionsRevoked() async throws {
         let harness = try APIHarness()
         try await harness.run { client, admin in
-            let owner = [("Authorization", "Bearer owner")]
+            let owner = TestConfiguration.adminHeader
             let base = "/identitytoolkit.googleapis.com/v1/projects/\(TestConfiguration.projectID)"
             // An account with a phone number (so it can have a session) and an unverified email + password.
             let created = try await client.post(
@@ -345,7 +345,7 @@ struct EmailLinkTests {
             #expect(try await client.post(base + "/accounts", json: ["email": "x@example.com"]).errorMessage == "INSUFFICIENT_PERMISSION")
             #expect(
                 try await client.post(base + "/accounts", json: ["email": "x@example.com"], headers: [("Authorization", "Bearer wrong")]).status == 403)
-            let owner = [("Authorization", "Bearer owner")]
+            let owner = TestConfiguration.adminHeader
             #expect(try await client.post(base + "/accounts", json: ["email": "kim@example.com"], headers: owner).errorMessage == "EMAIL_EXISTS")
             #expect(
                 try await client.post(base + "/accounts", json: ["email": "y@example.com", "password": "short"], headers: owner).errorMessage

@@ -147,7 +147,7 @@ struct LimitsTests {
         var dependencies = try await HeraldAPI.APIDependencies.live(
             configuration: harness.configuration, sealingKey: harness.configuration.codes.sealingKey!,
             signingKeyPEM: try KeyMaterial.idTokenSigningKey(harness.configuration, generate: TokenIssuer.generatePrivateKeyPEM),
-            logger: harness.logs.logger(), metrics: { "" })
+            logger: harness.logs.logger())
         dependencies.clock = harness.clock
         let store = dependencies.store
         try await HeraldAPI.buildApplication(dependencies, logger: harness.logs.logger()).test(.live) { testClient in

@@ -98,7 +98,7 @@ struct WireErrorTests {
         var dependencies = try await HeraldAPI.APIDependencies.live(
             configuration: harness.configuration, sealingKey: harness.configuration.codes.sealingKey!,
             signingKeyPEM: try KeyMaterial.idTokenSigningKey(harness.configuration, generate: TokenIssuer.generatePrivateKeyPEM),
-            logger: harness.logs.logger(), metrics: { "" })
+            logger: harness.logs.logger())
         dependencies.clock = harness.clock
         let app = HeraldAPI.buildApplication(dependencies, logger: harness.logs.logger())
         try await app.test(.live) { testClient in

@@ -48,16 +48,18 @@ struct CodeAndSealingTests {
     func sealing() throws {
         let sealer = Sealer(key: keys.sealing)
         let job = UUID()
-        let sealed = sealer.seal("654321", jobID: job)
+        let sealed = sealer.seal("654321", jobID: job, destination: "+15555550100")
         #expect(sealed.contains("654321") == false)
-        #expect(try sealer.open(sealed, jobID: job) == "654321")
-        #expect(throws: Sealer.OpenError.invalid) { try sealer.open(sealed, jobID: UUID()) }
-        #expect(throws: Sealer.OpenError.invalid) { try Sealer(key: HeraldKeys(master: Data(count: 32)).sealing).open(sealed, jobID: job) }
-        #expect(throws: Sealer.OpenError.invalid) { try sealer.open("not base64!", jobID: job) }
+        #expect(try sealer.open(sealed, jobID: job, destination: "+15555550100") == "654321")
+        // Re-addressed to another number: it does not open.
+        #expect(throws: Sealer.OpenError.invalid) { try sealer.open(sealed, jobID: job, destination: "+15555550199") }
+        #expect(throws: Sealer.OpenError.invalid) { try sealer.open(sealed, jobID: UUID(), destination: "+15555550100") }
+        #expect(throws: Sealer.OpenError.invalid) { try Sealer(key: HeraldKeys(master: Data(count: 32)).sealing).open(sealed, jobID: job, destination: "+15555550100") }
+        #expect(throws: Sealer.OpenError.invalid) { try sealer.open("not base64!", jobID: job, destination: "+15555550100") }
         var tampered = Data(base64Encoded: sealed)!
         tampered[tampered.count - 1] ^= 1
-        #expect(throws: Sealer.OpenError.invalid) { try sealer.open(tampered.base64EncodedString(), jobID: job) }
+        #expect(throws: Sealer.OpenError.invalid) { try sealer.open(tampered.base64EncodedString(), jobID: job, destination: "+15555550100") }
         // Fresh nonce each time.
-        #expect(sealer.seal("654321", jobID: job) != sealed)
+        #expect(sealer.seal("654321", jobID: job, destination: "+15555550100") != sealed)
     }
 }

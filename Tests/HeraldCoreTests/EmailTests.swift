@@ -34,8 +34,37 @@ struct EmailTests {
         }
     }
 
+    @Test("continue URLs where parsers disagree, and non-web schemes, are refused; the rest is rebuilt from its parts")
+    func continueURLParsing() throws {
+        let domains = ["example.com", "localhost"]
+        // Foundation reads these hosts as example.com or localhost; a browser goes to evil.com.
+        for text in [
+            "https://evil.com\\@localhost/", "https://evil.com\\@app.example.com/x", "https://evil.com@app.example.com/",
+            "https://user:pass@app.example.com/", "https:\\\\evil.com/", "https://app.example.com\\evil.com/",
+            "https://app.example.com\t/", " https://app.example.com/", "https://app.example.com/%zz", "https://app.example.com:99999/",
+            "https://app.exa mple.com/", "https://-bad-.example.com/", "https://app.example.com./", "https://[::1/",
+            "javascript:alert(1)//app.example.com", "JavaScript://app.example.com/%0Aalert(1)", "data:text/html,<b>x</b>",
+            "file:///etc/passwd", "file://app.example.com/etc/passwd", "ftp://app.example.com/", "//app.example.com/",
+            "https://app.example.com/café",
+        ] {
+            #expect(throws: ContinueURL.Problem.malformed, "\(text)") { try ContinueURL(text, authorizedDomains: domains) }
+        }
+        #expect(try ContinueURL("HTTPS://App.Example.com:8443/a/\"q\"?x=<1>&y=%2f#f|g", authorizedDomains: domains).text
+            == "https://app.example.com:8443/a/%22q%22?x=%3C1%3E&y=%2F#f%7Cg")
+        #expect(try ContinueURL("https://app.example.com", authorizedDomains: domains).text == "https://app.example.com/")
+        #expect(try ContinueURL("http://[::1]:9099/done", authorizedDomains: ["[::1]"]).text == "http://[::1]:9099/done")
+        // App schemes only when the project lists them; their host is not a web host to authorize.
+        #expect(throws: ContinueURL.Problem.malformed) { try ContinueURL("com.example.app://finish", authorizedDomains: domains) }
+        #expect(try ContinueURL("com.example.app://finish?x=1", authorizedDomains: domains, appSchemes: ["com.example.app"]).text
+            == "com.example.app://finish?x=1")
+        #expect(try ContinueURL("com.example.app:/done", authorizedDomains: domains, appSchemes: ["com.example.app"]).text == "com.example.app:/done")
+        #expect(throws: ContinueURL.Problem.malformed) {
+            try ContinueURL("com.example.app:////evil.com", authorizedDomains: domains, appSchemes: ["com.example.app"])
+        }
+    }
+
     @Test("the sign-in link: Firebase's parameters, strictly percent-encoded; the handler's redirect appends them to continueUrl")
-    func links() {
+    func links() throws {
         let link = SignInLink(
             actionURL: "https://auth.example.com/__/auth/action", apiKey: "k", oobCode: "c0de-_", continueURL: "https://app.example.com/a?b=1&c=d e",
             languageCode: "de-AT")
@@ -44,11 +73,12 @@ struct EmailTests {
         #expect(OobCode.generate() != OobCode.generate())
         #expect(OobCode.storageHash("x") != "x" && OobCode.storageHash("x").count == 64)
 
-        let redirect = SignInLink.redirect(for: [
+        let target = try ContinueURL("https://app.example.com/a?b=1#frag", authorizedDomains: ["example.com"])
+        let redirect = SignInLink.redirect(to: target, parameters: [
             ("apiKey", "k"), ("mode", "signIn"), ("oobCode", "abc"), ("continueUrl", "https://app.example.com/a?b=1#frag"), ("lang", "en"),
         ])
         #expect(redirect == "https://app.example.com/a?b=1&apiKey=k&mode=signIn&oobCode=abc&lang=en#frag")
-        #expect(SignInLink.redirect(for: [("mode", "signIn")]) == nil)
+        #expect(SignInLink.redirect(to: target, parameters: [("continueUrl", "x")]) == "https://app.example.com/a?b=1#frag")
     }
 
     @Test("quoted-printable: = and non-ASCII encoded, lines ≤ 76 with soft breaks, trailing space encoded, CRLF; round trip")

@@ -45,6 +45,21 @@ struct CurlClientTests {
         }
     }
 
+    @Test("protocols other than http, https, smtp and smtps are refused before anything is read")
+    func protocolsLimited() async throws {
+        let secret = NSTemporaryDirectory() + "herald-curl-\(UUID().uuidString)"
+        try Data("not for gateways".utf8).write(to: URL(fileURLWithPath: secret))
+        defer { try? FileManager.default.removeItem(atPath: secret) }
+        for url in ["file://\(secret)", "dict://127.0.0.1:1/x", "gopher://127.0.0.1:1/x"] {
+            do {
+                let response = try await client.perform(CurlHTTPRequest(method: "GET", url: url))
+                Issue.record("\(url) answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+            } catch {
+                #expect(error.code == 1, "\(url): \(error)")  // CURLE_UNSUPPORTED_PROTOCOL
+            }
+        }
+    }
+
     @Test("a server that never answers in time is failedAfterSending: it may have acted")
     func timeoutAfterSending() async throws {
         let gateway = try await FakeSMSGateway.start()

@@ -156,6 +156,34 @@ struct ConfigurationTests {
         #expect(bad?.key == "HERALD_AMQP_HEARTBEAT (amqp.heartbeat)")
         #expect(problem(Self.minimal, environment: ["HERALD_SMS_HTTP_URLL": "x"])?.key == "HERALD_SMS_HTTP_URLL")
         #expect(problem(Self.minimal, environment: ["HERALD_PROJECTS_3_ID": "x"])?.key == "HERALD_PROJECTS_3_ID")
+        let typo = problem(Self.minimal, environment: ["HERALD_HTTP_PROT": "9100"])
+        #expect(typo?.key == "HERALD_HTTP_PROT")
+        #expect(typo?.problem.contains("did you mean HERALD_HTTP_PORT?") == true)
+        // A malformed list is an error for Herald's own variables.
+        #expect(problem(Self.minimal, environment: ["HERALD_LIMITS_PER_NUMBER": "[\"5/1h\""])?.key == "HERALD_LIMITS_PER_NUMBER")
+    }
+
+    @Test("Kubernetes service-link variables and names under no key are ignored, and listed once")
+    func kubernetesServiceLinks() throws {
+        let injected = [
+            // A Service named `herald` exposing 9099 …
+            "HERALD_PORT": "tcp://10.0.0.7:9099", "HERALD_SERVICE_HOST": "10.0.0.7", "HERALD_SERVICE_PORT": "9099",
+            "HERALD_SERVICE_PORT_HTTP": "9099", "HERALD_PORT_9099_TCP": "tcp://10.0.0.7:9099", "HERALD_PORT_9099_TCP_PROTO": "tcp",
+            "HERALD_PORT_9099_TCP_PORT": "9099", "HERALD_PORT_9099_TCP_ADDR": "10.0.0.7",
+            // … one named `herald-http`, whose link looks like the http.port key but holds a URL …
+            "HERALD_HTTP_PORT": "tcp://10.0.0.8:80", "HERALD_HTTP_SERVICE_HOST": "10.0.0.8",
+            // … and one named `herald-api`, under no top-level key.
+            "HERALD_API_PORT": "tcp://10.0.0.9:9099", "HERALD_API_PORT_9099_TCP_ADDR": "10.0.0.9",
+        ]
+        var environment = injected
+        environment["HERALD_SMS_PROVIDER"] = "console"
+        environment["HERALD_DEV_MODE"] = "true"
+        let configuration = try ConfigurationLoader.parse(yaml: Self.minimal, environment: environment)
+        #expect(configuration.http.port == 9099)
+        #expect(configuration.sms.provider == "console")
+        #expect(configuration.ignoredEnvironment == injected.keys.sorted())
+        // A number in HERALD_HTTP_PORT is the key again.
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal, environment: ["HERALD_HTTP_PORT": "9200"]).http.port == 9200)
     }
 
     @Test("generated secrets are created once and then reused")

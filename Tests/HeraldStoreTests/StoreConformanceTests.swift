@@ -131,10 +131,17 @@ struct StoreConformanceTests {
         #expect(status.attempts == 2)
     }
 
-    @Test("jobs from foreign producers (no pending row) are claimed on first sight; in-doubt jobs can be reclaimed on request")
-    func foreignAndReclaim() async throws {
+    @Test("a job without a ledger row, or re-addressed, is never claimed; in-doubt jobs can be reclaimed on request")
+    func unknownMismatchAndReclaim() async throws {
         let store = try SQLiteStore(path: path)
         let job = UUID()
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .unknown)
+        #expect(try await store.deliveryStatus(jobID: job) == nil)
+        try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+2", owner: "w1", now: Date(), reclaimInDoubt: false) == .mismatch(field: "to"))
+        #expect(try await store.claimDelivery(jobID: job, projectID: "q", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .mismatch(field: "project"))
+        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .email, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .mismatch(field: "type"))
+        #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
         #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .claimed(attempt: 1))
         #expect(
             try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: true)

@@ -51,8 +51,11 @@ struct EndToEndTests {
             #expect(await eventually { (try? await store.deliveryStatus(jobID: jobID))??.status == .sent })
             #expect(try await store.deliveryStatus(jobID: jobID)?.attempts == 1)
 
-            let metrics = String(decoding: try await HeraldClient(port: stack.settings.apiPort).get("/metrics").body, as: UTF8.self)
+            // Metrics are on their own listener, not on the public port.
+            let metrics = String(decoding: try await HeraldClient(port: stack.settings.apiMetricsPort).get("/metrics").body, as: UTF8.self)
             #expect(metrics.contains("herald_api_verification_sends_total"))
+            #expect(metrics.contains("herald_build_info{"))
+            #expect(try await stack.client.get("/metrics").status == 404)
 
             let leaks = linesLeaking([code, legacyCode, session], in: stack.allOutput)
             #expect(leaks.isEmpty, "secrets in process output: \(leaks)")

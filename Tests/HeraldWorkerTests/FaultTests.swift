@@ -107,13 +107,17 @@ struct FaultTests {
             let expired = Job(
                 id: id, project: TestConfiguration.projectID, createdAt: Date().addingTimeInterval(-400),
                 expiresAt: Date().addingTimeInterval(-100),
-                payload: .sms(SMSMessage(to: "+15555550100", template: .verification, params: ["codeSealed": sealer.seal("123456", jobID: id)])))
+                payload: .sms(SMSMessage(to: "+15555550100", template: .verification, params: ["codeSealed": sealer.seal("123456", jobID: id, destination: "+15555550100")])))
             let store = try stack.store
             // As the API does: the job is in the ledger before it is published.
             try await store.recordPending(jobID: id, projectID: TestConfiguration.projectID, type: .sms, destination: "+15555550100", now: Date())
-            try await AMQPJobPublisher(connection: publisher, topology: stack.topology).publish(expired, traceparent: .random())
+            try await AMQPJobPublisher(connection: publisher, topology: stack.topology, keys: stack.keys).publish(expired, traceparent: .random())
+            // Signed (so it gets as far as decoding) but malformed.
+            let malformed = Data(#"{"id":"not-a-uuid"}"#.utf8)
             try await publisher.publish(
-                AMQPOutgoingMessage(exchange: stack.topology.exchange, routingKey: "sms", body: Data(#"{"id":"not-a-uuid"}"#.utf8), messageID: "bad"))
+                AMQPOutgoingMessage(
+                    exchange: stack.topology.exchange, routingKey: "sms", body: malformed, messageID: "bad",
+                    headers: [JobSignature.header: .string(JobSignature.sign(malformed, key: stack.keys.jobSigning))]))
             #expect(await eventually { (try? await store.deliveryStatus(jobID: id))??.status == .expired })
             #expect(await eventually { (try? await TestBroker.depth(stack.topology.deadQueue(.sms), using: stack.admin)) == 1 })
             try await Task.sleep(for: .seconds(1))

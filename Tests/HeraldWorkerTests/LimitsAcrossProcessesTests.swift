@@ -16,7 +16,7 @@ struct LimitsAcrossProcessesTests {
         let secondPort = freePort()
         let second = try HeraldProcess(
             "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
-            environment: ["HERALD_HTTP_PORT": String(secondPort)])
+            environment: ["HERALD_HTTP_PORT": String(secondPort), "HERALD_HTTP_METRICS_PORT": String(freePort())])
         stack.stoppedProcesses.append(second)
         let secondClient = HeraldClient(port: secondPort)
         #expect(await eventually(timeout: .seconds(20)) { (try? await secondClient.get("/readyz"))?.status == 200 })

@@ -151,7 +151,7 @@ struct MFAEndToEndTests {
                     == "UNSUPPORTED_FIRST_FACTOR : MFA is not available for the given first factor.")
 
             // An admin-created user with an unverified email cannot enroll until it is verified.
-            let owner = [("Authorization", "Bearer owner")]
+            let owner = TestConfiguration.adminHeader
             let base = "/identitytoolkit.googleapis.com/v1/projects/\(TestConfiguration.projectID)"
             let created = try await stack.client.post(base + "/accounts", json: ["email": "olga@example.com"], headers: owner)
             #expect(created.status == 200)
@@ -178,12 +178,15 @@ struct MFAEndToEndTests {
             let start = try await stack.client.post(
                 Self.v2 + "mfaEnrollment:start", apiKey: key, json: ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "+16505553434"]])
             let session = try #require((start.json["phoneSessionInfo"] as? [String: Any])?["sessionInfo"] as? String)
+            let enrolled = try await stack.client.post(
+                Self.v2 + "mfaEnrollment:finalize", apiKey: key,
+                json: ["idToken": token, "phoneVerificationInfo": ["sessionInfo": session, "code": "654321"]])
+            #expect(enrolled.status == 200)
+            // Enrolling revoked the sessions from before: the old token is expired, the new one works.
+            #expect(try await post("mfaEnrollment:start", ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "+15555550199"]]) == "TOKEN_EXPIRED")
+            let fresh = try #require(enrolled.string("idToken"))
             #expect(
-                try await stack.client.post(
-                    Self.v2 + "mfaEnrollment:finalize", apiKey: key,
-                    json: ["idToken": token, "phoneVerificationInfo": ["sessionInfo": session, "code": "654321"]]).status == 200)
-            #expect(
-                try await post("mfaEnrollment:start", ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "+1 650-555-3434"]])
+                try await post("mfaEnrollment:start", ["idToken": fresh, "phoneEnrollmentInfo": ["phoneNumber": "+1 650-555-3434"]])
                     == "SECOND_FACTOR_EXISTS : Phone number already enrolled as second factor for this account.")
             let challenged = try await Self.emailSignIn(stack, "olga@example.com")
             let pending = try #require(challenged.string("mfaPendingCredential"))

@@ -25,6 +25,7 @@ final class StackHarness: @unchecked Sendable {
         settings.gatewayURL = gateway.url
         settings.apiPort = freePort()
         settings.metricsPort = freePort()
+        settings.apiMetricsPort = freePort()
         adjust(&settings)
         self.settings = settings
         configPath = try settings.write()

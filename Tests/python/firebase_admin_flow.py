@@ -4,7 +4,7 @@
 
 Steps (each prints one JSON object):
   create EMAIL PHONE     create_user(email=, phone_number=, display_name=) -> {"uid"}
-  get UID EMAIL PHONE    get_user, get_user_by_email, get_user_by_phone_number -> the three records
+  get UID EMAIL PHONE    get_user, get_user_by_email, get_user_by_phone_number -> the three records (null when not found)
   link EMAIL URL         generate_sign_in_with_email_link(EMAIL, ActionCodeSettings(url=URL)) -> {"link"}
   list                   list_users() -> {"uids"}
   delete UID             delete_user, then get_user -> {"deleted": true, "notFoundAfter": true}
@@ -24,6 +24,13 @@ def record(user):
             "created": user.user_metadata.creation_timestamp}
 
 
+def found(lookup):
+    try:
+        return record(lookup())
+    except auth.UserNotFoundError:
+        return None
+
+
 def main():
     project, step, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     firebase_admin.initialize_app(options={"projectId": project})
@@ -31,8 +38,8 @@ def main():
         user = auth.create_user(email=args[0], phone_number=args[1], display_name="Admin Made")
         out = {"uid": user.uid, "record": record(user)}
     elif step == "get":
-        out = {"byUid": record(auth.get_user(args[0])), "byEmail": record(auth.get_user_by_email(args[1])),
-               "byPhone": record(auth.get_user_by_phone_number(args[2]))}
+        out = {"byUid": found(lambda: auth.get_user(args[0])), "byEmail": found(lambda: auth.get_user_by_email(args[1])),
+               "byPhone": found(lambda: auth.get_user_by_phone_number(args[2]))}
     elif step == "link":
         settings = auth.ActionCodeSettings(url=args[1], handle_code_in_app=True)
         out = {"link": auth.generate_sign_in_with_email_link(args[0], settings)}

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Logging
+import Metrics
 
 /// The account operations SDKs and firebase-admin use: `createAuthUri`, `lookup`, `update`, `delete`,
 /// and the admin-only create and batchGet. End users act on themselves through an ID token; admins
@@ -9,8 +10,21 @@ struct Accounts: Sendable {
     let store: any HeraldStoreProtocol
     let signedIn: SignedInUser
     let completion: SignInCompletion
+    let limits: HeraldConfiguration.Limits
     let clock: any WallClock
     let logger: Logger
+
+    /// Longest password accepted (each one costs a PBKDF2 run; Firebase caps at 4096).
+    static let maximumPasswordLength = 1024
+
+    var limiter: RateLimiter { RateLimiter(store: store) }
+
+    /// Refuses with TOO_MANY_ATTEMPTS_TRY_LATER (and Retry-After) when `checks` are exhausted.
+    private func admit(_ checks: [LimitCheck], project: HeraldConfiguration.Project) async throws {
+        guard let refusal = try await limiter.admit(checks, now: clock.now) else { return }
+        Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+        throw HeraldError(refusal.check.kind.refusal, nil, retryAfter: refusal.retryAfter)
+    }
 
     // MARK: createAuthUri
 
@@ -22,15 +36,19 @@ struct Accounts: Sendable {
         var sessionId: String
     }
 
-    /// `fetchSignInMethodsForEmail`. With `emailLink.enumerationProtection` the answer is the same for
-    /// every address, registered or not.
-    func createAuthUri(project: HeraldConfiguration.Project, body: WireBody) async throws -> AuthURI {
+    /// `fetchSignInMethodsForEmail`. With `emailLink.enumerationProtection` (the default) the answer is the
+    /// same for every address, registered or not; either way lookups are limited per client address
+    /// (`limits.lookupsPerIP`).
+    func createAuthUri(project: HeraldConfiguration.Project, body: WireBody, clientKey: String?) async throws -> AuthURI {
         if body.string("providerId") != nil { throw HeraldError(.notImplemented, "createAuthUri with providerId is not supported by Herald.") }
         guard let identifier = body.string("identifier") else { throw HeraldError(.missingIdentifier) }
         guard let continueURI = body.string("continueUri") else { throw HeraldError(.missingContinueURI) }
         guard let email = EmailAddress(identifier) else { throw HeraldError(.invalidIdentifier) }
         guard URL(string: continueURI)?.scheme != nil, URL(string: continueURI)?.host != nil else {
             throw HeraldError(.invalidContinueURI)
+        }
+        if let clientKey {
+            try await admit(limits.lookupsPerIP.map { LimitCheck(kind: .lookup, scope: project.id, subject: clientKey, policy: $0) }, project: project)
         }
         let sessionID = SecureRandom.alphanumeric(27)
         if project.emailLink.enumerationProtection { return AuthURI(sessionId: sessionID) }
@@ -120,6 +138,8 @@ struct Accounts: Sendable {
                 throw HeraldError(.insufficientPermission)
             }
         }
+        // Any change to how the account signs in revokes its earlier sessions (as Firebase does); the
+        // caller gets fresh tokens below.
         var credentialsChanged = false
         if let name = body.string("displayName") { user.displayName = name }
         for attribute in body.strings("deleteAttribute") {
@@ -131,8 +151,11 @@ struct Accounts: Sendable {
         }
         for provider in body.strings("deleteProvider") {
             switch provider {
-            case "phone": user.phoneNumber = nil
+            case "phone":
+                credentialsChanged = credentialsChanged || user.phoneNumber != nil
+                user.phoneNumber = nil
             case "password":
+                credentialsChanged = credentialsChanged || user.passwordHash != nil || user.emailLinkSignin
                 user.passwordHash = nil
                 user.emailLinkSignin = false
             default: break
@@ -141,6 +164,11 @@ struct Accounts: Sendable {
         if body.contains("email") {
             guard let email = EmailAddress(body.string("email")) else { throw HeraldError(.invalidEmail) }
             if email.value != user.email {
+                // A user may not claim an address it has not proven: that is how accounts get pre-hijacked.
+                // Users link a new address with an email link (signInWithEmailLink with their idToken).
+                guard isAdmin, caller == nil else {
+                    throw HeraldError(.operationNotAllowed, "Please verify the new email before changing email.")
+                }
                 user.email = email.value
                 user.emailVerified = false
                 credentialsChanged = true
@@ -148,27 +176,40 @@ struct Accounts: Sendable {
         }
         if let password = body.string("password") {
             guard password.count >= PasswordHash.minimumLength else { throw HeraldError(.weakPassword, "Password should be at least 6 characters") }
+            guard password.count <= Self.maximumPasswordLength else {
+                throw HeraldError(.invalidArgument, "Password may be at most \(Self.maximumPasswordLength) characters.")
+            }
+            if caller != nil {
+                let checks = limits.passwordChangesPerUser.map { LimitCheck(kind: .password, scope: project.id, subject: user.localID, policy: $0) }
+                try await admit(checks, project: project)
+            }
             user.passwordHash = try PasswordHash.make(password)
             credentialsChanged = true
         }
         if isAdmin {
             if body.contains("phoneNumber") {
-                user.phoneNumber = try body.string("phoneNumber").map { try PhoneSignIn.parsePhone($0).e164 }
+                let phone = try body.string("phoneNumber").map { try PhoneSignIn.parsePhone($0).e164 }
+                credentialsChanged = credentialsChanged || phone != user.phoneNumber
+                user.phoneNumber = phone
             }
             if let verified = body.bool("emailVerified") { user.emailVerified = verified }
             if let disabled = body.bool("disableUser") { user.disabled = disabled }
             if let seconds = body.string("validSince").flatMap(Double.init) { user.validSince = Date(timeIntervalSince1970: seconds) }
         }
+        if credentialsChanged { completion.revokeEarlierSessions(of: &user) }
         do {
             try await store.updateUser(user)
         } catch let conflict as AccountConflict {
             throw Self.error(for: conflict)
         }
+        if credentialsChanged {
+            logger.info("credentials changed; earlier sessions revoked", metadata: ["project": .string(project.id), "user": .string(user.localID)])
+        }
         var answer = Updated(
             localId: user.localID, email: user.email, emailVerified: user.emailVerified, displayName: user.displayName,
             providerUserInfo: UserInfo(user).providerUserInfo)
         if credentialsChanged, let caller {
-            // Changing the email or password hands the user fresh tokens, as Identity Toolkit does.
+            // The caller's own tokens were revoked with the rest: it gets fresh ones, as Identity Toolkit does.
             let session = try await completion.session(for: user, provider: caller.provider, secondFactor: nil)
             answer.idToken = session.idToken
             answer.refreshToken = session.refreshToken

@@ -54,8 +54,22 @@ struct SignInCompletion: Sendable {
         return .signedIn(try await session(for: user, provider: provider, secondFactor: nil))
     }
 
-    /// An ID token and a new refresh token.
+    /// Revokes every session of `user` so far: `validSince` moves to the next whole second, so every ID
+    /// token (whose `iat` counts whole seconds) and refresh token issued until now stops working. Call on
+    /// every credential change (password, email, phone, provider, second factor) and when the proof of an
+    /// address takes an account over; the caller stores the user.
+    func revokeEarlierSessions(of user: inout UserAccount) {
+        let next = Date(timeIntervalSince1970: clock.now.timeIntervalSince1970.rounded(.down) + 1)
+        user.validSince = max(user.validSince ?? next, next)
+    }
+
+    /// An ID token and a new refresh token. Right after `revokeEarlierSessions` this waits (under a
+    /// second) until `validSince` has passed, so the fresh tokens are not revoked with the old ones.
     func session(for user: UserAccount, provider: String, secondFactor: MFAEnrollment?) async throws -> Session {
+        if let validSince = user.validSince {
+            let wait = validSince.timeIntervalSince(clock.now)
+            if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1)) }
+        }
         let now = clock.now
         let idToken = try await tokens.idToken(for: user, provider: provider, authTime: now, now: now, secondFactor: secondFactor)
         let refresh = tokens.refreshToken(for: user, provider: RefreshProvider(provider: provider, secondFactor: secondFactor?.enrollmentID).stored, now: now)

@@ -57,7 +57,7 @@ struct EmailLinkSignIn: Sendable {
         let code = OobCode.generate()
         let codeHash = OobCode.storageHash(code)
         let link = SignInLink(
-            actionURL: actionURL, apiKey: origin.apiKey, oobCode: code, continueURL: continueURL?.url.absoluteString,
+            actionURL: actionURL, apiKey: origin.apiKey, oobCode: code, continueURL: continueURL?.text,
             languageCode: origin.locale ?? TemplateCatalog.defaultLocale
         ).text
         var record = OobRecord(
@@ -84,7 +84,7 @@ struct EmailLinkSignIn: Sendable {
         record.jobID = jobID
         let job = Job(
             id: jobID, project: project.id, createdAt: now, expiresAt: record.expiresAt, locale: origin.locale,
-            payload: .email(EmailMessage(to: email.value, template: .signInLink, params: ["linkSealed": sealer.seal(link, jobID: jobID), "app": project.displayName])))
+            payload: .email(EmailMessage(to: email.value, template: .signInLink, params: ["linkSealed": sealer.seal(link, jobID: jobID, destination: email.value), "app": project.displayName])))
         try await store.insertOobCode(record)
         try await store.recordPending(jobID: jobID, projectID: project.id, type: .email, destination: email.value, now: now)
         do {
@@ -164,8 +164,8 @@ struct EmailLinkSignIn: Sendable {
     }
 
     /// The account the link signs in: the linking user, the address's user, or a new one. Proving
-    /// control of an address that an unverified account with a password claims removes that password
-    /// and revokes the account's earlier sessions (someone else may have registered it).
+    /// control of an address that an account holds unverified unlinks the account's other credentials
+    /// (password, phone, second factors) and revokes its earlier sessions (someone else may have set it up).
     private func account(
         for email: String, linkingTo linking: UserAccount?, project: HeraldConfiguration.Project, now: Date
     ) async throws -> (UserAccount, Bool) {
@@ -182,12 +182,21 @@ struct EmailLinkSignIn: Sendable {
             return (user, false)
         }
         if var user = try await store.user(projectID: project.id, email: email) {
-            if user.emailVerified == false, user.passwordHash != nil {
+            if user.emailVerified == false {
+                // Someone put this address on the account without proving it (an admin import, or an
+                // attacker pre-registering it). The proof wins, as in Firebase: every other way into the
+                // account is removed and its sessions revoked, so whoever set it up keeps nothing.
+                let hadOtherCredentials = user.passwordHash != nil || user.phoneNumber != nil || user.mfaEnrollments.isEmpty == false
                 user.passwordHash = nil
-                user.validSince = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+                user.phoneNumber = nil
+                for enrollment in user.mfaEnrollments {
+                    _ = try await store.removeMFAEnrollment(projectID: project.id, localID: user.localID, enrollmentID: enrollment.enrollmentID)
+                }
+                user.mfaEnrollments = []
+                completion.revokeEarlierSessions(of: &user)
                 logger.notice(
-                    "email link proved an unverified address: its password was removed and older sessions revoked",
-                    metadata: ["project": .string(project.id), "user": .string(user.localID)])
+                    "email link proved an unverified address: other credentials unlinked, earlier sessions revoked",
+                    metadata: ["project": .string(project.id), "user": .string(user.localID), "unlinked": .stringConvertible(hadOtherCredentials)])
             }
             user.emailVerified = true
             user.emailLinkSignin = true
@@ -214,7 +223,7 @@ struct EmailLinkSignIn: Sendable {
             return nil
         }
         do {
-            return try ContinueURL(text, authorizedDomains: project.authorizedDomains)
+            return try ContinueURL(text, authorizedDomains: project.authorizedDomains, appSchemes: project.emailLink.appSchemes)
         } catch {
             switch error {
             case .malformed: throw HeraldError(.invalidContinueURI, "((expected an absolute URI with valid scheme and host))")

@@ -69,6 +69,9 @@ struct PhoneMFA: Sendable {
             enrolledAt: clock.now)
         try await store.addMFAEnrollment(enrollment, projectID: project.id, localID: localID)
         user.mfaEnrollments.append(enrollment)
+        // A new factor revokes the sessions that did not pass it.
+        completion.revokeEarlierSessions(of: &user)
+        try await store.updateUser(user)
         logger.info("second factor enrolled", metadata: ["project": .string(project.id), "user": .string(localID)])
         let tokens = try await completion.session(for: user, provider: token.provider, secondFactor: enrollment)
         return Tokens(idToken: tokens.idToken, refreshToken: tokens.refreshToken)
@@ -82,6 +85,8 @@ struct PhoneMFA: Sendable {
             try await store.removeMFAEnrollment(projectID: project.id, localID: user.localID, enrollmentID: enrollmentID)
         else { throw HeraldError(.mfaEnrollmentNotFound) }
         user.mfaEnrollments.removeAll { $0.enrollmentID == enrollmentID }
+        completion.revokeEarlierSessions(of: &user)
+        try await store.updateUser(user)
         logger.info("second factor withdrawn", metadata: ["project": .string(project.id), "user": .string(user.localID)])
         let tokens = try await completion.session(for: user, provider: token.provider, secondFactor: nil)
         return Tokens(idToken: tokens.idToken, refreshToken: tokens.refreshToken)

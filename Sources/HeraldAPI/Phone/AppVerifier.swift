@@ -53,7 +53,7 @@ struct AppVerifier: Sendable {
             payload: .push(
                 PushMessage(
                     deviceToken: token, environment: environment, topic: bundleID,
-                    payload: ["receipt": receipt, "secretSealed": Sealer(key: keys.sealing).seal(secret, jobID: jobID)])))
+                    payload: ["receipt": receipt, "secretSealed": Sealer(key: keys.sealing).seal(secret, jobID: jobID, destination: token)])))
         try await store.insertReceipt(
             AppReceipt(
                 receiptHash: receiptHash, projectID: project.id, bundleID: bundleID, secretHash: SHA256Hex.digest(secret),

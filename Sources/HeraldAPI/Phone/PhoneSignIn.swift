@@ -106,7 +106,7 @@ struct PhoneSignIn: Sendable {
             payload: .sms(
                 SMSMessage(
                     to: phone.e164, template: template,
-                    params: Self.smsParams(project, sealedCode: Sealer(key: keys.sealing).seal(code, jobID: jobID)))))
+                    params: Self.smsParams(project, sealedCode: Sealer(key: keys.sealing).seal(code, jobID: jobID, destination: phone.e164)))))
 
         try await store.insertSession(session(code: code, jobID: jobID))
         try await store.recordPending(jobID: jobID, projectID: project.id, type: .sms, destination: phone.e164, now: now)

@@ -7,8 +7,9 @@ import NIOCore
 /// `GET /__/auth/action` (and the emulator's `/emulator/action`): where a sign-in link points. Mail
 /// scanners and link previews fetch it before the user does, so it never looks at or spends the code:
 /// it redirects (303) to the link's `continueUrl` with the other parameters appended, as Firebase's
-/// hosted handler does, and the app then finishes with `signInWithEmailLink`. The continue URL is checked
-/// against the project's authorized domains again, so the handler is not an open redirect.
+/// hosted handler does, and the app then finishes with `signInWithEmailLink`. The continue URL is parsed
+/// and checked against the project's authorized domains and app schemes again, and the redirect goes to
+/// the URL rebuilt from its parsed parts, never the raw text, so the handler is not an open redirect.
 struct ActionRoutes: Sendable {
     let configuration: HeraldConfiguration
 
@@ -28,11 +29,11 @@ struct ActionRoutes: Sendable {
         guard let target = value("continueUrl") else {
             return page(.ok, "Open this link on the device where you asked to sign in, in the app.")
         }
-        guard (try? ContinueURL(target, authorizedDomains: project.authorizedDomains)) != nil, let location = SignInLink.redirect(for: query) else {
+        guard let checked = try? ContinueURL(target, authorizedDomains: project.authorizedDomains, appSchemes: project.emailLink.appSchemes) else {
             return page(.badRequest, "This link's continue URL is not allowed for this app.")
         }
         var headers = HTTPFields()
-        headers[.location] = location
+        headers[.location] = SignInLink.redirect(to: checked, parameters: query)
         headers[.cacheControl] = "no-store"
         headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         return Response(status: .seeOther, headers: headers)

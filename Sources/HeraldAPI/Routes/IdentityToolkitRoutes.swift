@@ -117,7 +117,9 @@ struct IdentityToolkitRoutes: Sendable {
         case "accounts:signInWithEmailLink":
             return JSONWire.response(try await emailLink.signIn(project: project, body: try await Self.body(of: request, context)))
         case "accounts:createAuthUri":
-            return JSONWire.response(try await accounts.createAuthUri(project: project, body: try await Self.body(of: request, context)))
+            let body = try await Self.body(of: request, context)
+            return JSONWire.response(
+                try await accounts.createAuthUri(project: project, body: body, clientKey: origin(of: request, context, body: body).clientKey))
         case "accounts:lookup":
             return JSONWire.response(try await accounts.lookup(project: project, body: try await Self.body(of: request, context), isAdmin: isAdmin))
         case "accounts:update":

@@ -74,14 +74,15 @@ public struct SMTPChannel: EmailChannel {
 /// through the logging system). Allowed only with `devMode: true`, because the text holds the link.
 public struct ConsoleEmailChannel: EmailChannel {
     public let name = "console"
-    let output: FileHandle
+    /// Writes one line (the executable passes `LineOutput.standardOutput.write`).
+    let print: @Sendable (String) -> Void
 
-    public init(output: FileHandle = .standardOutput) {
-        self.output = output
+    public init(print: @escaping @Sendable (String) -> Void) {
+        self.print = print
     }
 
     public func deliver(_ message: MIMEMessage, envelopeFrom: String) async -> DeliveryOutcome {
-        output.write(Data("[console-email] to \(message.to), subject \"\(message.subject)\":\n\(message.text)\n".utf8))
+        print("[console-email] to \(message.to), subject \"\(message.subject)\":\n\(message.text)")
         return .sent(reference: "console")
     }
 }

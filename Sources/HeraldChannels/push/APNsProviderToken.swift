@@ -1,9 +1,9 @@
-import Crypto
 import Foundation
 import HeraldCore
+import JWTKit
 
 /// The provider authentication token APNs wants in `authorization: bearer …`: an ES256 JWT with
-/// `kid`, `iss` (team) and a numeric `iat`, signed with the .p8 key (raw r‖s, not DER).
+/// `kid` in its header, `iss` (team) and a numeric `iat`, signed by jwt-kit with the .p8 key.
 ///
 /// Apple refuses tokens older than an hour and answers `TooManyProviderTokenUpdates` to a provider that
 /// mints more often than every 20 minutes, so one token per key is reused for 50 minutes and only
@@ -14,42 +14,57 @@ public actor APNsProviderToken {
     /// Never mint more often than this.
     public static let minimumAge: Duration = .seconds(20 * 60)
 
-    let key: P256.Signing.PrivateKey
+    /// The claims APNs reads.
+    struct Claims: JWTPayload {
+        var iss: IssuerClaim
+        var iat: IssuedAtClaim
+
+        /// Apple verifies; the provider only signs.
+        func verify(using algorithm: some JWTAlgorithm) throws {}
+    }
+
+    let key: ES256PrivateKey
     public let keyID: String
     public let teamID: String
+    private var signer: JWTKeyCollection?
     private var current: (token: String, issuedAt: Date)?
 
     /// `keyPEM` is the content of the AuthKey_<keyID>.p8 file (PKCS#8 PEM).
     public init(keyPEM: String, keyID: String, teamID: String) throws {
-        self.key = try P256.Signing.PrivateKey(pemRepresentation: keyPEM)
+        self.key = try ES256PrivateKey(pem: keyPEM)
         self.keyID = keyID
         self.teamID = teamID
     }
 
     /// The token to send now (minted when there is none or it reached its lifetime).
-    public func token(now: Date) throws -> String {
+    public func token(now: Date) async throws -> String {
         if let current, now.timeIntervalSince(current.issuedAt) < Self.lifetime.seconds { return current.token }
-        return try mint(now: now)
+        return try await mint(now: now)
     }
 
     /// Replaces the token after APNs refused it, unless it is younger than 20 minutes (then the key,
     /// team or clock is wrong and minting again would only get the connection throttled). True when
     /// a new token was minted.
-    public func renewAfterRefusal(now: Date) throws -> Bool {
+    public func renewAfterRefusal(now: Date) async throws -> Bool {
         if let current, now.timeIntervalSince(current.issuedAt) < Self.minimumAge.seconds { return false }
-        _ = try mint(now: now)
+        _ = try await mint(now: now)
         return true
     }
 
     /// When the current token was minted.
     public var issuedAt: Date? { current?.issuedAt }
 
-    private func mint(now: Date) throws -> String {
-        let header = #"{"alg":"ES256","kid":"\#(keyID)"}"#
-        let claims = #"{"iss":"\#(teamID)","iat":\#(Int(now.timeIntervalSince1970))}"#
-        let signingInput = Data(header.utf8).base64URLEncodedString() + "." + Data(claims.utf8).base64URLEncodedString()
-        let signature = try key.signature(for: Data(signingInput.utf8))
-        let token = signingInput + "." + signature.rawRepresentation.base64URLEncodedString()
+    private func mint(now: Date) async throws -> String {
+        let keys: JWTKeyCollection
+        if let signer {
+            keys = signer
+        } else {
+            keys = await JWTKeyCollection().add(ecdsa: key, kid: JWKIdentifier(string: keyID))
+            signer = keys
+        }
+        // Whole seconds: APNs wants an integer `iat`.
+        let issuedAt = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let token = try await keys.sign(Claims(iss: IssuerClaim(value: teamID), iat: IssuedAtClaim(value: issuedAt)), kid: JWKIdentifier(string: keyID))
         current = (token, now)
         return token
     }

@@ -15,15 +15,16 @@ extension APNsChannel: PushDelivery {
 /// so the handshake can be finished by hand. Configuration allows it only with `devMode: true`.
 public struct ConsolePushChannel: PushDelivery {
     public let name = "console"
-    let output: FileHandle
+    /// Writes one line (the executable passes `LineOutput.standardOutput.write`).
+    let print: @Sendable (String) -> Void
 
-    public init(output: FileHandle = .standardOutput) {
-        self.output = output
+    public init(print: @escaping @Sendable (String) -> Void) {
+        self.print = print
     }
 
     public func send(_ message: PushMessage, secret: String, jobID: UUID, expiresAt: Date, now: Date) async -> APNsChannel.Result {
         let payload = String(decoding: APNsChannel.payload(receipt: message.payload["receipt"] ?? "", secret: secret), as: UTF8.self)
-        output.write(Data("[console-push] \(message.environment.rawValue) \(message.topic) device \(message.deviceToken.prefix(8))…: \(payload)\n".utf8))
+        print("[console-push] \(message.environment.rawValue) \(message.topic) device \(message.deviceToken.prefix(8))…: \(payload)")
         return APNsChannel.Result(outcome: .sent(reference: "console"), invalidToken: nil)
     }
 }

@@ -6,14 +6,15 @@ import HeraldCore
 /// directly, never through the logging system, so log pipelines never receive codes.
 public struct ConsoleChannel: DeliveryChannel {
     public let name = "console"
-    let output: FileHandle
+    /// Writes one line (the executable passes `LineOutput.standardOutput.write`).
+    let print: @Sendable (String) -> Void
 
-    public init(output: FileHandle = .standardOutput) {
-        self.output = output
+    public init(print: @escaping @Sendable (String) -> Void) {
+        self.print = print
     }
 
     public func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome {
-        output.write(Data("[console-sms] to \(message.to): \(message.body)\n".utf8))
+        print("[console-sms] to \(message.to): \(message.body)")
         return .sent(reference: "console")
     }
 }

@@ -1,14 +1,16 @@
 import Crypto
 import Foundation
 
-/// The secrets derived from `codes.sealingKey`: one key to seal codes inside jobs (AES-GCM) and one to
-/// hash codes at rest (HMAC-SHA256). Both processes that share the sealing key derive the same pair, and
+/// The secrets derived from `codes.sealingKey`: one key to seal codes inside jobs (AES-GCM), one to
+/// hash codes at rest (HMAC-SHA256) and one to sign job bodies (HMAC-SHA256). Both processes that share the sealing key derive the same pair, and
 /// neither derived key is ever the raw configured key.
 public struct HeraldKeys: Sendable {
     /// Seals one-time codes and links inside job bodies.
     public let sealing: SymmetricKey
     /// Keys the hash under which codes are stored.
     public let codeHashing: SymmetricKey
+    /// Signs job bodies (`JobSignature`), so workers send only what herald-api published.
+    public let jobSigning: SymmetricKey
 
     /// Derives both keys from 32 bytes of key material.
     public init(master: Data) {
@@ -18,5 +20,7 @@ public struct HeraldKeys: Sendable {
             inputKeyMaterial: material, salt: salt, info: Data("herald/seal/v1".utf8), outputByteCount: 32)
         self.codeHashing = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: material, salt: salt, info: Data("herald/code-hash/v1".utf8), outputByteCount: 32)
+        self.jobSigning = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: material, salt: salt, info: Data("herald/job-signature/v1".utf8), outputByteCount: 32)
     }
 }

@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 
-/// Seals secrets that must travel through the broker (codes, links) with AES-GCM, bound to the job id,
-/// so queues and dead-letter queues never hold a usable code and a sealed value cannot be moved to
-/// another job.
+/// Seals secrets that must travel through the broker (codes, links, push secrets) with AES-GCM, bound to
+/// the job id and its destination, so queues and dead-letter queues never hold a usable code, and a
+/// sealed value moved to another job, or a job re-addressed to another number, cannot be opened.
 public struct Sealer: Sendable {
     /// Why a sealed value could not be opened.
     public enum OpenError: Error, Equatable {
@@ -17,14 +17,19 @@ public struct Sealer: Sendable {
         self.key = key
     }
 
-    /// `nonce ‖ ciphertext ‖ tag`, base64, bound to the job.
-    public func seal(_ secret: String, jobID: UUID) -> String {
-        seal(secret, context: jobID.uuidString.lowercased())
+    /// `nonce ‖ ciphertext ‖ tag`, base64, bound to the job and where it goes (E.164 number, email
+    /// address, APNs device token).
+    public func seal(_ secret: String, jobID: UUID, destination: String) -> String {
+        seal(secret, context: Self.jobContext(jobID, destination))
     }
 
-    /// The secret sealed for `jobID`.
-    public func open(_ sealed: String, jobID: UUID) throws(OpenError) -> String {
-        try open(sealed, context: jobID.uuidString.lowercased())
+    /// The secret sealed for `jobID` and `destination`.
+    public func open(_ sealed: String, jobID: UUID, destination: String) throws(OpenError) -> String {
+        try open(sealed, context: Self.jobContext(jobID, destination))
+    }
+
+    static func jobContext(_ jobID: UUID, _ destination: String) -> String {
+        "job:\(jobID.uuidString.lowercased()):to:\(destination)"
     }
 
     /// `nonce ‖ ciphertext ‖ tag`, base64, bound to `context` (authenticated, not encrypted).

@@ -10,6 +10,10 @@ public struct ConfigReader {
     public final class Session {
         let environment: [String: ConfigValue]
         var usedEnvironment: Set<String> = []
+        /// Every variable name the schema looked for (for did-you-mean suggestions).
+        var knownEnvironment: Set<String> = []
+        /// Upper-snake names of the top-level keys (`HTTP`, `DEV_MODE`, `PROJECTS`, …).
+        var topLevelNames: Set<String> = []
 
         /// `environment` maps variable names (`HERALD_SMS_HTTP_URL`) to already-parsed values.
         public init(environment: [String: ConfigValue]) {
@@ -19,6 +23,19 @@ public struct ConfigReader {
         /// Variables in the environment that no key read.
         public func unusedEnvironment() -> [String] {
             environment.keys.filter { usedEnvironment.contains($0) == false }.sorted()
+        }
+
+        /// True when `variable` names a configuration path at least down to a top-level key
+        /// (`HERALD_HTTP_PROT` does, `HERALD_SERVICE_HOST` does not): only those are Herald's to validate.
+        public func isUnderConfiguration(_ variable: String) -> Bool {
+            guard variable.hasPrefix("HERALD_") else { return false }
+            let rest = variable.dropFirst("HERALD_".count)
+            return topLevelNames.contains { rest == $0 || rest.hasPrefix($0 + "_") }
+        }
+
+        /// The known variable closest to `variable`, for a did-you-mean.
+        public func suggestion(for variable: String) -> String? {
+            ConfigReader.closest(to: variable, among: knownEnvironment)
         }
     }
 
@@ -94,6 +111,8 @@ public struct ConfigReader {
     public func raw(_ key: String) -> (value: ConfigValue, source: String)? {
         consumed.keys.insert(key)
         let variable = environmentName(key)
+        session.knownEnvironment.insert(variable)
+        session.topLevelNames.insert(Self.upperSnake(path.first ?? key))
         if let override = session.environment[variable] {
             session.usedEnvironment.insert(variable)
             return (override, "\(variable) (\(keyPath(key)))")

@@ -27,7 +27,10 @@ extension HeraldConfiguration {
                     throw ConfigError(key: http.keyPath("trustedProxies") + "[\(index)]", problem: "not an IP address or CIDR block (got '\(text)')")
                 }
                 return network
-            })
+            },
+            idleTimeout: try http.duration("idleTimeout", default: .seconds(30), in: .seconds(1) ... .seconds(3600)),
+            metricsHost: try http.string("metricsHost", default: "127.0.0.1"),
+            metricsPort: try http.int("metricsPort", default: 9100, in: 0...65535))
         try http.finish()
 
         let state = try root.section("state")
@@ -75,6 +78,10 @@ extension HeraldConfiguration {
         try tokens.finish()
 
         self.devMode = try root.bool("devMode", default: false)
+        if devMode, self.http.isLoopback == false {
+            // Dev mode serves live codes and an account wipe without authentication.
+            throw root.fail("devMode", "true only with a loopback http.host (127.0.0.1, ::1, localhost); got '\(self.http.host)'")
+        }
 
         let logging = try root.section("logging")
         self.logging = Logging(
@@ -85,6 +92,16 @@ extension HeraldConfiguration {
 
         let admin = try root.section("admin")
         self.admin = Admin(tokens: try admin.stringList("tokens", default: []))
+        if devMode == false {
+            // firebase-admin's emulator mode always sends `owner`; anywhere else a token is a password.
+            for (index, token) in self.admin.tokens.enumerated() where token == "owner" || token.count < 32 {
+                throw ConfigError(
+                    key: admin.keyPath("tokens") + "[\(index)]",
+                    problem: token == "owner"
+                        ? "'owner' (firebase-admin's emulator token) is accepted only with devMode: true; use a long random token (openssl rand -hex 32)"
+                        : "admin tokens must be at least 32 characters without devMode (openssl rand -hex 32)")
+            }
+        }
         try admin.finish()
 
         guard let projectReaders = try root.sectionList("projects"), projectReaders.isEmpty == false else {
@@ -116,6 +133,8 @@ extension HeraldConfiguration {
             checksPerNumber: try limits.rateList("checksPerNumber", default: [RatePolicy(limit: 20, period: .seconds(3600))]),
             pushesPerDevice: try limits.rateList("pushesPerDevice", default: [RatePolicy(limit: 3, period: .seconds(3600))]),
             perEmail: try limits.rateList("perEmail", default: [RatePolicy(limit: 5, period: .seconds(3600)), RatePolicy(limit: 20, period: .seconds(86_400))]),
+            lookupsPerIP: try limits.rateList("lookupsPerIP", default: [RatePolicy(limit: 30, period: .seconds(60)), RatePolicy(limit: 300, period: .seconds(3600))]),
+            passwordChangesPerUser: try limits.rateList("passwordChangesPerUser", default: [RatePolicy(limit: 5, period: .seconds(3600))]),
             pumping: try Self.pumping(try limits.section("pumping")))
         try limits.finish()
 
@@ -134,8 +153,19 @@ extension HeraldConfiguration {
         } catch {
             throw gateway.fail("bodyTemplate", error.problem)
         }
+        let headers = try gateway.stringMap("headers")
+        for (name, value) in headers {
+            // A header name is an RFC 9110 token; CR or LF in either would let the file smuggle headers.
+            let tokenCharacters = "!#$%&'*+-.^_`|~"
+            guard name.isEmpty == false, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || tokenCharacters.contains($0)) }) else {
+                throw ConfigError(key: gateway.keyPath("headers") + ".\(name)", problem: "not a valid HTTP header name")
+            }
+            guard value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) == false else {
+                throw ConfigError(key: gateway.keyPath("headers") + ".\(name)", problem: "a header value must not contain CR, LF or NUL")
+            }
+        }
         let httpGateway = SMS.HTTPGateway(
-            url: gatewayURL, headers: try gateway.stringMap("headers"), bodyTemplate: bodyTemplate,
+            url: gatewayURL, headers: headers, bodyTemplate: bodyTemplate,
             contentType: contentType,
             timeout: try gateway.duration("timeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)),
             rate: try gateway.rate("rate", default: RatePolicy(limit: 100, period: .seconds(1)))!)
@@ -320,7 +350,19 @@ extension HeraldConfiguration.Project {
             enabled: try emailLink.bool("enabled", default: true),
             linkTTL: try emailLink.duration("linkTTL", default: .seconds(6 * 3600), in: .seconds(60) ... .seconds(7 * 86_400)),
             actionUrl: try emailLink.string("actionUrl", default: "http://localhost:9099/__/auth/action"),
-            enumerationProtection: try emailLink.bool("enumerationProtection", default: false))
+            enumerationProtection: try emailLink.bool("enumerationProtection", default: true),
+            appSchemes: try emailLink.stringList("appSchemes", default: []).map { $0.lowercased() })
+        guard ["http://", "https://"].contains(where: self.emailLink.actionUrl.lowercased().hasPrefix), URL(string: self.emailLink.actionUrl)?.host != nil else {
+            throw emailLink.fail("actionUrl", "must be an http:// or https:// URL")
+        }
+        for (index, scheme) in self.emailLink.appSchemes.enumerated() {
+            let allowed = scheme.first?.isLetter == true && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+            guard allowed, ContinueURL.webSchemes.contains(scheme) == false, ContinueURL.forbiddenSchemes.contains(scheme) == false else {
+                throw ConfigError(
+                    key: emailLink.keyPath("appSchemes") + "[\(index)]",
+                    problem: "must be an app's own URL scheme such as com.example.app (got '\(scheme)')")
+            }
+        }
         try emailLink.finish()
 
         let apple = try reader.section("apple")

@@ -22,6 +22,9 @@ public struct HeraldConfiguration: Sendable {
     public var email: Email
     public var push: Push
     public var workers: Workers
+    /// `HERALD_*` variables that are not Herald's (Kubernetes service links, names under no top-level
+    /// key); not a key, filled in by the loader so executables can mention them once.
+    public var ignoredEnvironment: [String] = []
 
     /// `http`: where herald-api listens.
     public struct HTTP: Sendable {
@@ -31,6 +34,18 @@ public struct HeraldConfiguration: Sendable {
         public var port: Int
         /// Proxies (addresses or CIDR blocks) whose `X-Forwarded-For` is believed for per-IP limits.
         public var trustedProxies: [IPNetwork]
+        /// A connection that sends no complete request head, no body data, or no new request for this long
+        /// is closed (slow or idle clients must not hold sockets forever).
+        public var idleTimeout: Duration
+        /// herald-api's `/metrics` (with `/healthz`, `/readyz`) listens here, not on the public port
+        /// (default 127.0.0.1:9100: scrape it from the host, or set 0.0.0.0 behind a firewall).
+        public var metricsHost: String
+        public var metricsPort: Int
+
+        /// True when `host` is a loopback address (where dev mode may listen).
+        public var isLoopback: Bool {
+            ["localhost", "::1", "[::1]"].contains(host.lowercased()) || IPAddress(host).map { $0.isLoopback } == true
+        }
     }
 
     /// `state`: the one directory Herald writes to (generated keys, SQLite file, local broker data).
@@ -92,7 +107,7 @@ public struct HeraldConfiguration: Sendable {
     public struct Admin: Sendable {
         /// Bearer tokens accepted on admin requests (`Authorization: Bearer <token>`): the
         /// `projects/{p}/accounts` endpoints and `returnOobLink`. firebase-admin in emulator-host mode
-        /// sends `owner`.
+        /// sends `owner`, which only devMode accepts; otherwise tokens must be 32 characters or more.
         public var tokens: [String]
     }
 
@@ -147,8 +162,11 @@ public struct HeraldConfiguration: Sendable {
             public var linkTTL: Duration
             /// The handler the link points at (Herald's own `/__/auth/action`, or the app's page).
             public var actionUrl: String
-            /// createAuthUri answers without revealing whether an address is registered.
+            /// createAuthUri answers without revealing whether an address is registered (default on).
             public var enumerationProtection: Bool
+            /// Custom URL schemes of the project's apps (`com.example.app`) a continue URL may use besides
+            /// http and https.
+            public var appSchemes: [String]
         }
 
         /// `projects[].apple` (not yet used).
@@ -201,15 +219,21 @@ public struct HeraldConfiguration: Sendable {
         public var pushesPerDevice: [RatePolicy]
         /// Sign-in emails to one address.
         public var perEmail: [RatePolicy]
+        /// `createAuthUri` (account lookups by email) per client address.
+        public var lookupsPerIP: [RatePolicy]
+        /// Password changes per user (each costs 0.2 s of PBKDF2).
+        public var passwordChangesPerUser: [RatePolicy]
         /// `limits.pumping`: per-prefix velocity blocks.
         public var pumping: PrefixVelocity.Settings
 
         public init(
             perNumber: [RatePolicy], perIP: [RatePolicy], perProject: [RatePolicy], perCountry: [RatePolicy], perPrefix: [RatePolicy],
             prefixDigits: Int, checksPerNumber: [RatePolicy], pushesPerDevice: [RatePolicy] = [], perEmail: [RatePolicy] = [],
-            pumping: PrefixVelocity.Settings
+            lookupsPerIP: [RatePolicy] = [], passwordChangesPerUser: [RatePolicy] = [], pumping: PrefixVelocity.Settings
         ) {
             self.perEmail = perEmail
+            self.lookupsPerIP = lookupsPerIP
+            self.passwordChangesPerUser = passwordChangesPerUser
             self.perNumber = perNumber
             self.perIP = perIP
             self.perProject = perProject

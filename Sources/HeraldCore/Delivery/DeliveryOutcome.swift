@@ -46,6 +46,11 @@ public enum DeliveryClaim: Sendable, Equatable {
     case inDoubt(owner: String)
     /// The job already reached a final status; acknowledge and move on.
     case finished(DeliveryStatus)
+    /// The ledger has no row for this job id: herald-api never issued it. Dead-letter, never send.
+    case unknown
+    /// The ledger's row is for another project, type or destination than the job says: the job was
+    /// altered or re-addressed. Dead-letter, never send.
+    case mismatch(field: String)
 }
 
 /// One delivery attempt as a handler reports it: the outcome, and for SMS how the text was encoded

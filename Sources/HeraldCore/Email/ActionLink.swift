@@ -9,29 +9,133 @@ public enum OobCode {
     public static func storageHash(_ code: String) -> String { SHA256Hex.digest("oob:" + code) }
 }
 
-/// A `continueUrl` (where the link's handler sends the user back): absolute, with a scheme and a host,
-/// and the host on the project's `authorizedDomains` — otherwise Herald would be an open redirect.
+/// A `continueUrl` (where the link's handler sends the user back), parsed strictly and written out again
+/// from its parts, so that the address Herald checked is the address a browser visits.
+///
+/// Foundation's URL parser and a browser's (WHATWG) disagree on text such as `https://evil.com\@app.com/`
+/// (a userinfo for one, a path for the other), so anything where they could disagree is refused: a
+/// backslash, a userinfo (`@` before the host), whitespace, control or non-ASCII characters. Only `http`,
+/// `https` and the project's own app schemes are accepted (never `javascript:`, `data:`, `file:` …), and
+/// for http(s) the host must be one of the project's `authorizedDomains` or a subdomain of one.
 public struct ContinueURL: Sendable, Equatable {
-    public let url: URL
-    public var host: String { url.host?.lowercased() ?? "" }
+    /// Lowercased.
+    public let scheme: String
+    /// Lowercased; empty only for an app scheme URL without an authority (`com.example.app:/done`).
+    public let host: String
+    /// The URL as Herald writes it (and redirects to): rebuilt from the parsed parts, percent-encoded.
+    public let text: String
+
+    /// Schemes a web continue URL may use.
+    public static let webSchemes: Set<String> = ["http", "https"]
+    /// Schemes no configuration may allow as an app scheme.
+    public static let forbiddenSchemes: Set<String> = ["javascript", "data", "file", "vbscript", "blob", "about", "filesystem", "ftp", "ws", "wss"]
 
     /// Why a continue URL was refused.
     public enum Problem: Error, Equatable {
-        /// Not an absolute URI with a scheme and host: `INVALID_CONTINUE_URI`.
+        /// Not an absolute http(s) or app-scheme URL that parses unambiguously: `INVALID_CONTINUE_URI`.
         case malformed
         /// The host is not authorized for the project: `UNAUTHORIZED_DOMAIN`.
         case unauthorized(host: String)
     }
 
-    /// Parses `text` and checks its host against `authorizedDomains` (a domain authorizes itself and its
-    /// subdomains; `localhost` matches only itself).
-    public init(_ text: String, authorizedDomains: [String]) throws(Problem) {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, host.isEmpty == false,
-            scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }),
-            text.contains(where: { $0.isWhitespace || $0.isNewline }) == false
+    /// Parses `text`, checks its host against `authorizedDomains` (a domain authorizes itself and its
+    /// subdomains; `localhost` matches only itself) and its scheme against http, https and `appSchemes`.
+    public init(_ text: String, authorizedDomains: [String], appSchemes: [String] = []) throws(Problem) {
+        // Printable ASCII only, no backslash: nothing a browser would strip, fold or read as a slash.
+        guard text.utf8.count <= 2048, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }),
+            let colon = text.firstIndex(of: ":")
         else { throw .malformed }
-        self.url = url
-        guard Self.isAuthorized(host: host.lowercased(), domains: authorizedDomains) else { throw .unauthorized(host: host.lowercased()) }
+        let scheme = text[..<colon].lowercased()
+        guard let first = scheme.first, first.isLetter, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else {
+            throw .malformed
+        }
+        let isWeb = Self.webSchemes.contains(scheme)
+        guard isWeb || appSchemes.contains(scheme) else { throw .malformed }
+        var rest = text[text.index(after: colon)...]
+
+        var host = ""
+        var port = ""
+        let hasAuthority = rest.hasPrefix("//")
+        if hasAuthority {
+            rest = rest.dropFirst(2)
+            let authorityEnd = rest.firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
+            let authority = rest[..<authorityEnd]
+            rest = rest[authorityEnd...]
+            guard authority.contains("@") == false else { throw .malformed }
+            var hostPart = authority
+            if authority.hasPrefix("[") {
+                guard let close = authority.firstIndex(of: "]") else { throw .malformed }
+                hostPart = authority[...close]
+                let inside = authority[authority.index(after: authority.startIndex)..<close]
+                guard inside.isEmpty == false, inside.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }), IPAddress(String(inside)) != nil else {
+                    throw .malformed
+                }
+                let afterHost = authority[authority.index(after: close)...]
+                if afterHost.isEmpty == false {
+                    guard afterHost.hasPrefix(":") else { throw .malformed }
+                    port = String(afterHost.dropFirst())
+                }
+            } else if let portColon = authority.firstIndex(of: ":") {
+                hostPart = authority[..<portColon]
+                port = String(authority[authority.index(after: portColon)...])
+            }
+            host = hostPart.lowercased()
+            if hostPart.hasPrefix("[") == false {
+                let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+                guard labels.allSatisfy({ label in
+                    label.isEmpty == false && label.count <= 63 && label.first != "-" && label.last != "-"
+                        && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
+                }) || (host.isEmpty && isWeb == false)
+                else { throw .malformed }
+            }
+            if port.isEmpty == false {
+                guard port.count <= 5, port.allSatisfy(\.isNumber), let number = Int(port), number <= 65535 else { throw .malformed }
+            }
+        }
+        if isWeb, host.isEmpty { throw .malformed }
+
+        let fragmentStart = rest.firstIndex(of: "#")
+        let beforeFragment = rest[..<(fragmentStart ?? rest.endIndex)]
+        let queryStart = beforeFragment.firstIndex(of: "?")
+        var path = String(beforeFragment[..<(queryStart ?? beforeFragment.endIndex)])
+        let query = queryStart.map { String(beforeFragment[beforeFragment.index(after: $0)...]) }
+        let fragment = fragmentStart.map { String(rest[rest.index(after: $0)...]) }
+        if isWeb, path.isEmpty { path = "/" }
+        // A path that starts with // would read as an authority once written after a scheme without one.
+        if host.isEmpty, path.hasPrefix("//") { throw .malformed }
+
+        var written = scheme + ":"
+        if hasAuthority { written += "//" + host + (port.isEmpty ? "" : ":" + port) }
+        written += try Self.encode(path, keeping: Self.pathCharacters)
+        if let query { written += "?" + (try Self.encode(query, keeping: Self.queryCharacters)) }
+        if let fragment { written += "#" + (try Self.encode(fragment, keeping: Self.queryCharacters)) }
+
+        self.scheme = scheme
+        self.host = host
+        self.text = written
+        if isWeb, Self.isAuthorized(host: host, domains: authorizedDomains) == false { throw .unauthorized(host: host) }
+    }
+
+    /// RFC 3986 `pchar` and `/`: what stays as it is in a path.
+    static let pathCharacters = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/")
+    /// Query and fragment also keep `?`.
+    static let queryCharacters = pathCharacters.union(["?"])
+
+    /// Percent-encodes every character outside `keeping`; an existing `%XX` stays, a stray `%` is refused.
+    static func encode(_ part: String, keeping: Set<Character>) throws(Problem) -> String {
+        var out = ""
+        var characters = part.makeIterator()
+        while let character = characters.next() {
+            if character == "%" {
+                guard let high = characters.next(), let low = characters.next(), high.isHexDigit, low.isHexDigit else { throw .malformed }
+                out += "%" + String(high).uppercased() + String(low).uppercased()
+            } else if keeping.contains(character) {
+                out.append(character)
+            } else {
+                for byte in String(character).utf8 { out += String(format: "%%%02X", byte) }
+            }
+        }
+        return out
     }
 
     /// True when `host` is one of `domains` or a subdomain of one.
@@ -76,17 +180,16 @@ public struct SignInLink: Sendable, Equatable {
         return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }
 
-    /// Where the action handler redirects a GET of the link: `continueUrl` with the link's other
-    /// parameters appended (as Firebase's hosted handler does), so the app finishes the sign-in with a
-    /// POST; nil when the link has no continue URL.
-    public static func redirect(for query: [(name: String, value: String)]) -> String? {
-        guard let target = query.first(where: { $0.name == "continueUrl" })?.value, target.isEmpty == false else { return nil }
-        let rest = query.filter { $0.name != "continueUrl" }
-        guard rest.isEmpty == false else { return target }
-        let separator = target.contains("?") ? "&" : "?"
-        let fragmentSplit = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
+    /// Where the action handler redirects a GET of the link: the checked continue URL (as rebuilt, never
+    /// the raw text) with the link's other parameters appended, as Firebase's hosted handler does, so the
+    /// app finishes the sign-in with a POST.
+    public static func redirect(to target: ContinueURL, parameters: [(name: String, value: String)]) -> String {
+        let rest = parameters.filter { $0.name != "continueUrl" }
+        guard rest.isEmpty == false else { return target.text }
+        let fragmentSplit = target.text.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         let base = String(fragmentSplit[0])
         let fragment = fragmentSplit.count > 1 ? "#" + fragmentSplit[1] : ""
+        let separator = base.contains("?") ? "&" : "?"
         return base + separator + rest.map { "\($0.name)=\(percentEncode($0.value))" }.joined(separator: "&") + fragment
     }
 }

@@ -13,6 +13,10 @@ public struct Job: Sendable, Equatable {
     /// The body schema this code writes and reads (AMQP header `x-herald-schema`).
     public static let schemaVersion = 1
 
+    /// AMQP headers a job keeps when a worker or herald-admin republishes it (retry, throttle, dead
+    /// letter, replay); not the broker's own `x-death` bookkeeping.
+    public static let carriedHeaders: Set<String> = ["traceparent", "x-herald-schema", JobSignature.header]
+
     /// Job id; also the AMQP `message_id` and the idempotency record's key.
     public var id: UUID
     public var project: String

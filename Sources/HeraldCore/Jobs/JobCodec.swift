@@ -79,6 +79,9 @@ public enum JobCodec {
         switch JobType(rawValue: typeName) {
         case .sms:
             let to = try required(wire.to, "to")
+            guard let number = try? PhoneNumber(parsing: to), number.e164 == to else {
+                throw DecodingError(field: "to", problem: "not an E.164 phone number")
+            }
             guard let template = SMSMessage.Template(rawValue: try required(wire.template, "template")) else {
                 throw DecodingError(
                     field: "template",

@@ -8,6 +8,11 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// True for IPv4 (and IPv4-mapped IPv6) addresses.
     public var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
 
+    /// True for 127.0.0.0/8 and ::1.
+    public var isLoopback: Bool {
+        isIPv4 ? bytes[12] == 127 : bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
+    }
+
     public init?(_ text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let v4 = Self.parseIPv4(Substring(trimmed)) {

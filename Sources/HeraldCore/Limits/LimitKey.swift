@@ -20,12 +20,16 @@ public enum LimitKind: String, Sendable, CaseIterable {
     case device
     /// Sign-in emails to one address.
     case email
+    /// Account lookups (`createAuthUri`) from one client address.
+    case lookup
+    /// Password changes of one user.
+    case password
 
     /// Identity Toolkit answers per-user limits with TOO_MANY_ATTEMPTS_TRY_LATER and shared quotas
     /// with QUOTA_EXCEEDED; SDKs show them differently.
     public var refusal: HeraldError.Code {
         switch self {
-        case .number, .ip, .checks, .spacing, .device, .email: .tooManyAttempts
+        case .number, .ip, .checks, .spacing, .device, .email, .lookup, .password: .tooManyAttempts
         case .project, .country, .prefix, .provider: .quotaExceeded
         }
     }
@@ -43,6 +47,8 @@ public enum LimitKind: String, Sendable, CaseIterable {
         case .spacing: "sms.perNumberSpacing"
         case .device: "limits.pushesPerDevice"
         case .email: "limits.perEmail"
+        case .lookup: "limits.lookupsPerIP"
+        case .password: "limits.passwordChangesPerUser"
         }
     }
 }

@@ -217,8 +217,9 @@ public protocol OobCodeStore: Sendable {
 public protocol DeliveryLedger: Sendable {
     /// Records a job the API is about to publish.
     func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws
-    /// Claims a job for sending (from pending or retrying, or unknown for foreign producers); with
-    /// `reclaimInDoubt`, also one another worker claimed and never finished (risks a duplicate).
+    /// Claims a job for sending (from pending or retrying) when its row exists and names the same project,
+    /// type and destination (else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also one another
+    /// worker claimed and never finished (risks a duplicate).
     func claimDelivery(
         jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
     ) async throws -> DeliveryClaim

@@ -4,6 +4,11 @@ import Foundation
 /// Hex SHA-256 of text: how secrets that clients hold (session tokens, refresh tokens) are stored.
 public enum SHA256Hex {
     public static func digest(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        hex(SHA256.hash(data: Data(text.utf8)))
+    }
+
+    /// Lowercase hex of any bytes (digests, MACs).
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -1,0 +1,41 @@
+import Crypto
+import Foundation
+
+/// Proof that a job came from herald-api: `x-herald-signature: sha256=<hex HMAC-SHA256(body)>` under a
+/// key derived from `codes.sealingKey` (`HeraldKeys.jobSigning`).
+///
+/// Anyone with broker credentials can publish to the exchange; without this, such a publisher could
+/// have workers send any text to any number past every limit. Workers send only jobs whose body
+/// verifies (and that match the API's ledger row); the rest are dead-lettered as unauthenticated.
+/// The body is signed as published, so retries, throttling and replays carry the header unchanged.
+public enum JobSignature {
+    /// The AMQP header that carries the signature.
+    public static let header = "x-herald-signature"
+
+    /// `sha256=<64 hex digits>`.
+    public static func sign(_ body: Data, key: SymmetricKey) -> String {
+        "sha256=" + SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: body, using: key))
+    }
+
+    /// True when `signature` is a valid `sha256=` HMAC of `body` under `key` (compared in constant time).
+    public static func verify(_ body: Data, signature: String?, key: SymmetricKey) -> Bool {
+        guard let signature, signature.hasPrefix("sha256="), let mac = Self.bytes(hex: signature.dropFirst("sha256=".count)), mac.count == 32 else {
+            return false
+        }
+        return HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: body, using: key)
+    }
+
+    static func bytes(hex: Substring) -> [UInt8]? {
+        guard hex.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(hex.count / 2)
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return bytes
+    }
+}
