@@ -32,7 +32,8 @@ public enum KeyMaterial {
     /// The content of `path`, creating it with `make()` first if it does not exist.
     public static func readOrCreate(path: String, make: () throws -> String) throws -> String {
         let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         if fd >= 0 {
             let content = try make()

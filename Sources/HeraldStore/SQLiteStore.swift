@@ -12,11 +12,19 @@ public final class SQLiteStore: HeraldStoreProtocol {
     private let queue: DispatchQueue
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    ///
+    /// The file holds account data and code hashes: it is created 0600 (SQLite gives its -wal and -shm
+    /// files the same mode) in a directory created 0700.
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if directory.isEmpty == false {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw StoreError(code: errno, message: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        fchmod(descriptor, 0o600)
+        close(descriptor)
         self.connection = try SQLiteConnection(path: path)
         self.queue = DispatchQueue(label: "herald.sqlite")
         try SQLiteMigrations.migrate(connection)

@@ -7,6 +7,7 @@ import HeraldRuntime
 public struct TestConfiguration: Sendable {
     public var exchange = TestBroker.uniqueExchange()
     public var stateDir = NSTemporaryDirectory() + "herald-test-\(UUID().uuidString.prefix(8))"
+    public var apiHost = "127.0.0.1"
     public var apiPort = 0
     public var metricsPort = 0
     public var gatewayURL = "http://127.0.0.1:1/sms"
@@ -88,7 +89,7 @@ public struct TestConfiguration: Sendable {
     public var yaml: String {
         let numbers = testNumbers.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
         return """
-            http: {host: 127.0.0.1, port: \(apiPort), metricsPort: \(apiMetricsPort), idleTimeout: \(idleTimeout), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
+            http: {host: "\(apiHost)", port: \(apiPort), metricsPort: \(apiMetricsPort), idleTimeout: \(idleTimeout), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
             state: {dir: "\(stateDir)"}
             amqp: {url: "\(amqpURL)", exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s}
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}

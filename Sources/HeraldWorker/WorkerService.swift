@@ -115,6 +115,13 @@ public final class WorkerService: Service {
 
     public func run() async throws {
         publisher.start()
+        // Consume only once retries and dead letters can be published: a job taken before that could only
+        // be rejected, and the broker's own dead-lettering would drop Herald's reason.
+        while publisher.isConnected == false, stopping.withLock({ $0 }) == false, Task.isCancelled == false,
+            Task.isShuttingDownGracefully == false
+        {
+            _ = await publisher.waitUntilConnected(timeout: .milliseconds(200))
+        }
         consumer.start()
         logger.info(
             "worker started",

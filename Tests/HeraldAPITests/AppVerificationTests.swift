@@ -210,24 +210,31 @@ struct AppVerificationTests {
 
     @Test("reentrant send: within resendAfter the same sessionInfo and nothing published; after it a new code and the old session ends")
     func reentrant() async throws {
-        let harness = try APIHarness { $0.resendAfter = "30s" }
+        let harness = try APIHarness {
+            $0.resendAfter = "30s"
+            $0.appVerification = "{required: true}"
+        }
         try await harness.run { client, admin in
+            let (receipt, secret) = try await Self.handshake(harness, client, admin)
             let send = Paths.v1 + "sendVerificationCode"
-            let first = try #require(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).string("sessionInfo"))
+            func post(_ number: String) async throws -> HeraldClient.Answer {
+                try await client.post(send, apiKey: key, json: ["phoneNumber": number, "iosReceipt": receipt, "iosSecret": secret], headers: [Self.bundle])
+            }
+            let first = try #require(try await post("+15555550100").string("sessionInfo"))
             harness.clock.advance(10)
-            let again = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"])
+            let again = try await post("+15555550100")
             #expect(again.string("sessionInfo") == first)
             let jobs = try await harness.publishedJobs(admin)
             try #require(jobs.count == 1)
             let oldCode = try harness.code(in: jobs[0].1)
 
             // Another number is not affected.
-            let other = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550101"])
+            let other = try await post("+15555550101")
             #expect(other.string("sessionInfo") != first)
             _ = try await harness.publishedJobs(admin)
 
             harness.clock.advance(21)
-            let second = try #require(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).string("sessionInfo"))
+            let second = try #require(try await post("+15555550100").string("sessionInfo"))
             #expect(second != first)
             let newJobs = try await harness.publishedJobs(admin)
             try #require(newJobs.count == 1)
@@ -238,6 +245,26 @@ struct AppVerificationTests {
             let signedIn = try await client.post(Paths.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": second, "code": newCode])
             #expect(signedIn.status == 200)
             #expect(linesLeaking([first, second, oldCode, newCode], in: harness.logs.text).isEmpty)
+        }
+    }
+
+    @Test("without an app credential the client address alone never hands back an open session")
+    func noReentrancyByAddress() async throws {
+        let harness = try APIHarness {
+            $0.resendAfter = "30s"
+            $0.trustedProxies = ["127.0.0.1/32"]
+        }
+        try await harness.run { client, admin in
+            let send = Paths.v1 + "sendVerificationCode"
+            // Two people behind one carrier NAT, or anyone behind an untrusted proxy: one address.
+            func post() async throws -> String? {
+                try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"], headers: [("X-Forwarded-For", "203.0.113.5")])
+                    .string("sessionInfo")
+            }
+            let victims = try #require(try await post())
+            let attackers = try #require(try await post())
+            #expect(attackers != victims)
+            #expect(try await harness.publishedJobs(admin).count == 2)
         }
     }
 

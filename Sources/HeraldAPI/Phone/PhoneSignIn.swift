@@ -55,7 +55,7 @@ struct PhoneSignIn: Sendable {
 
         if let open = try await store.latestOpenSession(projectID: project.id, phoneNumber: phone.e164),
             ReentrantSend.canReuse(
-                open, now: now, resendAfter: project.phone.resendAfter, clientKey: origin.clientKey, credentialHash: verdict.credentialHash),
+                open, now: now, resendAfter: project.phone.resendAfter, credentialHash: verdict.credentialHash),
             let sealed = open.sessionInfoSealed, let token = try? sealer.open(sealed, context: Self.sealingContext(open.id))
         {
             count(project, "reentrant", phone)

@@ -50,6 +50,10 @@ struct ActionRoutes: Sendable {
 
 /// Auth Emulator endpoints, only with `devMode: true`: the codes and links that went out, so local tests
 /// and scripts can finish sign-ins without reading SMS or mail, and a reset of a project's accounts.
+///
+/// They hand out live codes without authentication, so devMode listens on loopback only (configuration
+/// refuses anything else), browsers get no CORS grant except for loopback pages (`CrossOriginPolicy`),
+/// and a request must name a loopback host: a page on a rebound DNS name pointing at 127.0.0.1 is refused.
 struct EmulatorRoutes: Sendable {
     let store: any HeraldStoreProtocol
     let keys: HeraldKeys
@@ -72,8 +76,8 @@ struct EmulatorRoutes: Sendable {
     func register(on router: Router<HeraldRequestContext>) {
         guard configuration.devMode else { return }
         let sealer = Sealer(key: keys.sealing)
-        router.get("/emulator/v1/projects/:project/oobCodes") { _, context in
-            let project = try project(context)
+        router.get("/emulator/v1/projects/:project/oobCodes") { request, context in
+            let project = try project(request, context)
             var entries: [OobEntry] = []
             for record in try await store.openOobCodes(projectID: project.id, now: clock.now) {
                 guard let sealed = record.linkSealed, let link = try? sealer.open(sealed, context: "oob:" + record.codeHash),
@@ -83,8 +87,8 @@ struct EmulatorRoutes: Sendable {
             }
             return JSONWire.response(["oobCodes": entries])
         }
-        router.get("/emulator/v1/projects/:project/verificationCodes") { _, context in
-            let project = try project(context)
+        router.get("/emulator/v1/projects/:project/verificationCodes") { request, context in
+            let project = try project(request, context)
             var entries: [CodeEntry] = []
             for session in try await store.openSessions(projectID: project.id, now: clock.now) {
                 guard let sealedCode = session.codeSealed, let code = try? sealer.open(sealedCode, context: "code:" + session.id),
@@ -96,15 +100,30 @@ struct EmulatorRoutes: Sendable {
         }
         // Drops the project's users (and their second factors and refresh tokens); open codes stay, as in
         // the Auth Emulator.
-        router.delete("/emulator/v1/projects/:project/accounts") { _, context in
-            let project = try project(context)
+        router.delete("/emulator/v1/projects/:project/accounts") { request, context in
+            let project = try project(request, context)
             _ = try await store.deleteAllUsers(projectID: project.id)
             return JSONWire.response([String: String]())
         }
     }
 
-    private func project(_ context: HeraldRequestContext) throws -> HeraldConfiguration.Project {
+    private func project(_ request: Request, _ context: HeraldRequestContext) throws -> HeraldConfiguration.Project {
+        guard Self.namesLoopback(authority: request.head.authority) else {
+            throw HeraldError(.insufficientPermission, "Dev endpoints answer only requests to a loopback host.")
+        }
         guard let id = context.parameters.get("project"), let project = configuration.project(id: id) else { throw HeraldError(.notFound) }
         return project
+    }
+
+    /// True when the Host header is `localhost`, 127.x.x.x or `[::1]` (with or without a port).
+    static func namesLoopback(authority: String?) -> Bool {
+        guard let authority else { return false }
+        var host = authority.lowercased()
+        if host.hasPrefix("[") {
+            host = String(host.prefix { $0 != "]" }) + "]"
+        } else if let colon = host.lastIndex(of: ":") {
+            host = String(host[..<colon])
+        }
+        return CrossOriginPolicy.isLoopback(host: host)
     }
 }

@@ -1,21 +1,27 @@
 import HeraldCore
 import Hummingbird
 import Logging
+import NIOCore
 
 /// Every failure leaves in Identity Toolkit's envelope: router 404s, oversized bodies and unexpected
 /// errors included. Unexpected errors are logged with the request id and answered without detail.
 struct IdentityToolkitErrorMiddleware: RouterMiddleware {
     typealias Context = HeraldRequestContext
 
+    /// What a body over `WireBody.maximumSize` gets.
+    static let tooLarge = HeraldError(.requestTooLarge, "Request payload size exceeds the limit: \(WireBody.maximumSize) bytes.")
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as HeraldError {
             return HeraldError.render(error)
+        } catch is NIOTooManyBytesError {
+            return HeraldError.render(Self.tooLarge)
         } catch let error as HTTPError {
             switch error.status {
             case .notFound: return HeraldError.render(HeraldError(.notFound))
-            case .contentTooLarge: return HeraldError.render(HeraldError(.invalidArgument, "Request payload too large."))
+            case .contentTooLarge: return HeraldError.render(Self.tooLarge)
             default:
                 if error.status.code < 500 { return HeraldError.render(HeraldError(.invalidArgument, error.body ?? "Bad request.")) }
                 context.logger.error("request failed", metadata: ["error": .string("\(error)")])

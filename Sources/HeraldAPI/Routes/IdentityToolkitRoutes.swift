@@ -174,7 +174,7 @@ struct IdentityToolkitRoutes: Sendable {
     }
 
     static func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
-        let buffer = try await request.body.collect(upTo: 64 * 1024)
+        let buffer = try await request.body.collect(upTo: WireBody.maximumSize)
         return try WireBody.parse(buffer, contentType: request.headers[.contentType])
     }
 }

@@ -6,6 +6,9 @@ import NIOCore
 /// whose keys may be camelCase or snake_case and whose scalars may be strings or numbers.
 /// Unknown keys are ignored, as the real service does.
 struct WireBody {
+    /// The largest body read (64 KiB; Identity Toolkit requests are a few hundred bytes).
+    static let maximumSize = 64 * 1024
+
     private let fields: [String: Any]
 
     init(fields: [String: Any]) {

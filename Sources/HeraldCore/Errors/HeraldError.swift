@@ -37,6 +37,8 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
             "API_KEY_INVALID", http: 400, reason: "keyInvalid", status: "INVALID_ARGUMENT",
             fixedMessage: "API key not valid. Please pass a valid API key.")
         public static let invalidArgument = Code("INVALID_ARGUMENT", status: "INVALID_ARGUMENT")
+        /// A body over the limit (64 KiB); 413, as Google's front ends answer.
+        public static let requestTooLarge = Code("REQUEST_TOO_LARGE", http: 413, reason: "badRequest", status: "INVALID_ARGUMENT")
         public static let invalidJSON = Code(
             "INVALID_JSON", status: "INVALID_ARGUMENT", fixedMessage: "Invalid JSON payload received.")
         public static let invalidTemporaryProof = Code("INVALID_TEMPORARY_PROOF")

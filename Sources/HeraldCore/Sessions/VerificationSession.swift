@@ -129,17 +129,15 @@ public enum CodeCheckStateMachine {
 }
 
 /// Reentrant sends: the iOS SDK may call send again for the same number (a view reappearing). Within
-/// `phone.resendAfter`, a second send from the same app credential or client address gets the same
-/// session back and nothing is published; after that a new code goes out and older sessions end.
+/// `phone.resendAfter`, a second send with the same app credential (the receipt that only that app
+/// instance holds) gets the same session back and nothing is published; after that a new code goes out
+/// and older sessions end. The client address alone never qualifies: behind a NAT, a carrier gateway or
+/// an untrusted proxy it is shared, and whoever got the open session could burn its attempts.
 public enum ReentrantSend {
-    public static func canReuse(
-        _ session: VerificationSession, now: Date, resendAfter: Duration, clientKey: String?, credentialHash: String?
-    ) -> Bool {
+    public static func canReuse(_ session: VerificationSession, now: Date, resendAfter: Duration, credentialHash: String?) -> Bool {
         guard resendAfter > .zero, session.consumedAt == nil, session.sessionInfoSealed != nil, now < session.expiresAt,
-            now < session.createdAt.adding(resendAfter)
+            now < session.createdAt.adding(resendAfter), let credentialHash
         else { return false }
-        if let credentialHash, credentialHash == session.credentialHash { return true }
-        if let clientKey, clientKey == session.clientKey { return true }
-        return false
+        return credentialHash == session.credentialHash
     }
 }
