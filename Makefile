@@ -1,7 +1,7 @@
 # Herald: two commands do everything on a fresh Debian machine.
 #   make run    install what is missing, start RabbitMQ, build, run herald-api and herald-sms-worker
-#   make test   the same set-up, then the whole test suite
-.PHONY: run test stop build bench setup
+#   make test   the same set-up, then the whole test suite (formatting and declared imports checked first)
+.PHONY: run test stop build bench setup lint
 
 run:
 	@scripts/setup.sh
@@ -22,3 +22,6 @@ bench:
 
 setup:
 	@scripts/setup.sh --test
+
+lint:
+	swift format lint --strict --recursive --parallel Sources Tests Package.swift

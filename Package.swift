@@ -54,6 +54,7 @@ let package = Package(
             name: "HeraldAMQP",
             dependencies: [
                 "CRabbitMQ", "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -66,7 +67,7 @@ let package = Package(
         ),
         .target(
             name: "HeraldStore",
-            dependencies: ["CSQLite", "HeraldCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSQLite", "HeraldCore"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -91,9 +92,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings,
             plugins: ["BuildInfoPlugin"]
@@ -103,7 +104,8 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAMQP", "HeraldCurl",
+                "HeraldAMQP", "HeraldCore", "HeraldCurl", "HeraldStore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -111,16 +113,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "HeraldWorker",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAMQP", "HeraldChannels", "HeraldRuntime",
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldRuntime",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -130,9 +135,9 @@ let package = Package(
             name: "herald-api",
             dependencies: [
                 "HeraldAPI", "HeraldCore", "HeraldRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -142,8 +147,6 @@ let package = Package(
                 "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -162,15 +165,13 @@ let package = Package(
                 "HeraldChannels", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "herald-admin",
             dependencies: [
-                "HeraldCore", "HeraldAMQP", "HeraldStore", "HeraldRuntime",
+                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -179,9 +180,10 @@ let package = Package(
         .executableTarget(
             name: "herald-bench",
             dependencies: [
-                "HeraldChannels", "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldTesting", "HeraldWorker",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -190,48 +192,61 @@ let package = Package(
         .target(
             name: "HeraldTesting",
             dependencies: [
-                "HeraldCore", "HeraldAMQP", "HeraldCurl", "HeraldRuntime",
+                "HeraldAMQP", "HeraldCore", "HeraldCurl", "HeraldRuntime",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
 
         // test targets
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "HeraldRuntimeTests", dependencies: ["HeraldRuntime", "HeraldCore", "HeraldTesting"], swiftSettings: swiftSettings),
+            name: "HeraldCoreTests", dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings),
         .testTarget(
-            name: "HeraldAMQPTests", dependencies: ["HeraldAMQP", "HeraldTesting"], swiftSettings: swiftSettings),
+            name: "HeraldRuntimeTests", dependencies: ["HeraldCore", "HeraldRuntime", "HeraldTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldAMQPTests",
+            dependencies: ["HeraldAMQP", "HeraldCore", "HeraldTesting", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldCurlTests", dependencies: ["HeraldCurl", "HeraldTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldChannelsTests",
-            dependencies: ["HeraldChannels", "HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"], swiftSettings: swiftSettings),
+            name: "HeraldStoreTests", dependencies: ["HeraldCore", "HeraldStore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HeraldTesting", "HeraldStore", "HeraldRuntime", "HeraldAMQP", "HeraldCore",
+                "HeraldAMQP", "HeraldAPI", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
+        // End to end through the real executables (built with the tests), so it links none of them.
         .testTarget(
             name: "HeraldWorkerTests",
             dependencies: [
-                "HeraldWorker", "HeraldChannels", "HeraldTesting", "HeraldStore", "HeraldAMQP", "HeraldCore",
+                "HeraldAMQP", "HeraldCore", "HeraldStore", "HeraldTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: swiftSettings

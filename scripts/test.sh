@@ -5,8 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh --test
+# Formatting first (seconds): .swift-format pins the house style, the toolchain's swift-format checks it.
+swift format lint --strict --recursive --parallel Sources Tests Package.swift
 scripts/broker.sh start
-swift build --build-tests
+# Every import must be a declared dependency of its target.
+swift build --build-tests --explicit-target-dependency-import-check error
 # End-to-end tests start the real executables from here.
 export HERALDTEST_BIN_DIR="$(swift build --show-bin-path)"
 # The SMTP server and firebase-admin tests run Python from the project venv.

@@ -82,9 +82,10 @@ public struct AMQPChannel {
         if reply.error != nil { try check("basic.get \(queue)") }
         guard reply.reply.id == AMQP_BASIC_GET_OK_METHOD, let decoded = reply.reply.decoded else { return nil }
         let getOK = decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
-        guard let delivery = driver.readDelivery(
-            on: id, tag: getOK.delivery_tag, redelivered: getOK.redelivered != 0, exchange: getOK.exchange.string,
-            routingKey: getOK.routing_key.string)
+        guard
+            let delivery = driver.readDelivery(
+                on: id, tag: getOK.delivery_tag, redelivered: getOK.redelivered != 0, exchange: getOK.exchange.string,
+                routingKey: getOK.routing_key.string)
         else { throw AMQPError(.connectionLost, "basic.get \(queue): the message body could not be read") }
         return delivery
     }

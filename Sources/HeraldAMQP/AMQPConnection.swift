@@ -6,7 +6,7 @@ import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One AMQP connection on its own thread, publishing with pipelined confirms or consuming with
@@ -59,7 +59,8 @@ public final class AMQPConnection: Service, Sendable {
     }
 
     enum Settlement: Sendable {
-        case ack, nack(requeue: Bool)
+        case ack
+        case nack(requeue: Bool)
     }
 
     struct PendingPublish: Sendable {

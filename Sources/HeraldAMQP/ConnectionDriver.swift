@@ -5,7 +5,7 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The thread-confined half of `AMQPConnection`: owns the rabbitmq-c connection and runs the loop
@@ -147,7 +147,10 @@ final class ConnectionDriver {
             }
             backoff = .milliseconds(100)
             lastConnectError = nil
-            owner.shared.withLock { $0.connected = true; $0.blocked = false }
+            owner.shared.withLock {
+                $0.connected = true
+                $0.blocked = false
+            }
             logger.info(
                 "amqp connected",
                 metadata: ["amqp.endpoint": .string(endpoint.redacted), "amqp.generation": .stringConvertible(generation)])
@@ -415,9 +418,10 @@ final class ConnectionDriver {
             amqp_destroy_message(&message)
         case AMQP_BASIC_DELIVER_METHOD:
             let deliver = method.decoded.assumingMemoryBound(to: amqp_basic_deliver_t.self).pointee
-            guard let delivery = readDelivery(
-                on: channel, tag: deliver.delivery_tag, redelivered: deliver.redelivered != 0,
-                exchange: deliver.exchange.string, routingKey: deliver.routing_key.string)
+            guard
+                let delivery = readDelivery(
+                    on: channel, tag: deliver.delivery_tag, redelivered: deliver.redelivered != 0,
+                    exchange: deliver.exchange.string, routingKey: deliver.routing_key.string)
             else { return }
             owner.deliveryContinuation.yield(delivery)
         case AMQP_BASIC_CANCEL_METHOD:
@@ -477,7 +481,8 @@ final class ConnectionDriver {
                 publish.continuation.resume(throwing: AMQPError(.nacked, "the broker refused the message"))
             } else if let messageID, returnedMessageIDs.remove(messageID) != nil {
                 publish.continuation.resume(
-                    throwing: AMQPError(.unroutable, "no queue is bound to '\(publish.message.exchange)' for routing key '\(publish.message.routingKey)'"))
+                    throwing: AMQPError(
+                        .unroutable, "no queue is bound to '\(publish.message.exchange)' for routing key '\(publish.message.routingKey)'"))
             } else {
                 publish.continuation.resume()
             }

@@ -1,6 +1,6 @@
 import Foundation
-import HeraldAMQP
 import HTTPTypes
+import HeraldAMQP
 import HeraldCore
 import HeraldCurl
 import HeraldStore
@@ -61,7 +61,8 @@ public struct APIDependencies: Sendable {
             })
         let tokens = try await TokenIssuer(privateKeyPEM: signingKeyPEM, idTokenTTL: configuration.tokens.idTokenTTL)
         return APIDependencies(
-            configuration: configuration, store: store, publisher: AMQPJobPublisher(connection: connection, topology: topology, keys: HeraldKeys(master: sealingKey)),
+            configuration: configuration, store: store,
+            publisher: AMQPJobPublisher(connection: connection, topology: topology, keys: HeraldKeys(master: sealingKey)),
             keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected },
             services: [connection, StoreMaintenance(store: store, logger: logger)])
     }
@@ -111,7 +112,9 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     router.get("/healthz") { _, _ in "ok\n" }
     router.get("/readyz") { _, _ -> Response in
         let ready = dependencies.isReady()
-        return Response(status: ready ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
+        return Response(
+            status: ready ? .ok : .serviceUnavailable,
+            body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
     }
     // One idle timeout for slow heads, slow bodies and idle keep-alive connections (slowloris).
     let (seconds, attoseconds) = configuration.http.idleTimeout.components

@@ -125,9 +125,12 @@ final class Transfer: @unchecked Sendable {
         if let payload = request.body {
             codes.append(herald_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, payload.count))
             // COPYPOSTFIELDS copies: the Swift buffer need not outlive this call.
-            codes.append(payload.withUnsafeBytes { raw in
-                herald_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)))
-            })
+            codes.append(
+                payload.withUnsafeBytes { raw in
+                    herald_curl_setopt_pointer(
+                        easy, CURLOPT_COPYPOSTFIELDS,
+                        UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)))
+                })
         }
         if request.method != "POST" || request.body == nil {
             if request.method == "GET" {

@@ -28,7 +28,8 @@ public struct HealthServer: Service {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: HeraldMetrics.exposition())))
         }
         self.application = Application(
-            router: router, server: .http1(configuration: .init(idleTimeout: TimeAmount(idleTimeout))), configuration: .init(address: .hostname(host, port: port), serverName: "herald-worker"),
+            router: router, server: .http1(configuration: .init(idleTimeout: TimeAmount(idleTimeout))),
+            configuration: .init(address: .hostname(host, port: port), serverName: "herald-worker"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) }, logger: logger)
     }
 

@@ -41,9 +41,11 @@ extension SQLiteStore {
 
     private func oneUser(projectID: String, where condition: String, _ value: SQLiteValue) async throws -> UserAccount? {
         try await run { db in
-            guard let row = try db.query(
-                "SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND \(condition)", [.text(projectID), value]
-            ).first else { return nil }
+            guard
+                let row = try db.query(
+                    "SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND \(condition)", [.text(projectID), value]
+                ).first
+            else { return nil }
             var user = try Self.user(row)
             user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
             return user
@@ -124,8 +126,10 @@ extension SQLiteStore {
                 INSERT INTO mfa_enrollments (project_id, local_id, enrollment_id, phone_number, display_name, enrolled_at_ms)
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
-                [.text(projectID), .text(localID), .text(enrollment.enrollmentID), .text(enrollment.phoneNumber),
-                 enrollment.displayName.map(SQLiteValue.text) ?? .null, .integer(enrollment.enrolledAt.millisecondsSince1970)])
+                [
+                    .text(projectID), .text(localID), .text(enrollment.enrollmentID), .text(enrollment.phoneNumber),
+                    enrollment.displayName.map(SQLiteValue.text) ?? .null, .integer(enrollment.enrolledAt.millisecondsSince1970),
+                ])
         }
     }
 
@@ -193,10 +197,12 @@ extension SQLiteStore {
         try await run { db in
             try db.query(
                 "INSERT INTO oob_codes (\(Self.oobColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [.text(record.codeHash), .text(record.projectID), .text(record.requestType), .text(record.email),
-                 .integer(record.createdAt.millisecondsSince1970), .integer(record.expiresAt.millisecondsSince1970),
-                 record.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
-                 record.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, record.linkSealed.map(SQLiteValue.text) ?? .null])
+                [
+                    .text(record.codeHash), .text(record.projectID), .text(record.requestType), .text(record.email),
+                    .integer(record.createdAt.millisecondsSince1970), .integer(record.expiresAt.millisecondsSince1970),
+                    record.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
+                    record.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, record.linkSealed.map(SQLiteValue.text) ?? .null,
+                ])
         }
     }
 

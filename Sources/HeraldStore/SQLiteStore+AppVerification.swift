@@ -9,17 +9,20 @@ extension SQLiteStore {
                 INSERT INTO app_receipts (receipt_hash, project_id, bundle_id, secret_hash, device_token_hash, created_at_ms)
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
-                [.text(receipt.receiptHash), .text(receipt.projectID), .text(receipt.bundleID), .text(receipt.secretHash),
-                 .text(receipt.deviceTokenHash), .integer(receipt.createdAt.millisecondsSince1970)])
+                [
+                    .text(receipt.receiptHash), .text(receipt.projectID), .text(receipt.bundleID), .text(receipt.secretHash),
+                    .text(receipt.deviceTokenHash), .integer(receipt.createdAt.millisecondsSince1970),
+                ])
         }
     }
 
     public func receipt(hash: String) async throws -> AppReceipt? {
         try await run { db in
-            guard let row = try db.query(
-                "SELECT receipt_hash, project_id, bundle_id, secret_hash, device_token_hash, created_at_ms FROM app_receipts WHERE receipt_hash = ?",
-                [.text(hash)]
-            ).first, let receiptHash = row[0].string, let project = row[1].string, let bundle = row[2].string,
+            guard
+                let row = try db.query(
+                    "SELECT receipt_hash, project_id, bundle_id, secret_hash, device_token_hash, created_at_ms FROM app_receipts WHERE receipt_hash = ?",
+                    [.text(hash)]
+                ).first, let receiptHash = row[0].string, let project = row[1].string, let bundle = row[2].string,
                 let secret = row[3].string, let token = row[4].string, let created = row[5].int
             else { return nil }
             return AppReceipt(

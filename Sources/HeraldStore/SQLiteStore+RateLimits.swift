@@ -16,7 +16,9 @@ extension SQLiteStore {
         try await run { db in try Self.decide(db, key: key, parameters: parameters, now: now) }
     }
 
-    public func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (index: Int, decision: GCRA.Decision)? {
+    public func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (
+        index: Int, decision: GCRA.Decision
+    )? {
         try await run { db in
             try db.transaction {
                 for (index, entry) in entries.enumerated() {
@@ -49,7 +51,8 @@ extension SQLiteStore {
     }
 
     static func refund(_ db: SQLiteConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws {
-        try db.query("UPDATE rate_limits SET tat_us = max(?2, tat_us - ?3) WHERE key = ?1", [.text(key), .integer(now), .integer(parameters.interval)])
+        try db.query(
+            "UPDATE rate_limits SET tat_us = max(?2, tat_us - ?3) WHERE key = ?1", [.text(key), .integer(now), .integer(parameters.interval)])
     }
 
     public func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)] {
@@ -112,7 +115,8 @@ extension SQLiteStore {
                       window_start_us = excluded.window_start_us, count = excluded.count, baseline = excluded.baseline
                     """, [.text(projectID), .text(prefix), .integer(next.windowStart), .integer(Int64(next.count)), .real(next.baseline)])
                 guard trips else { return false }
-                let reason = "\(next.count) sends in \(DurationText.format(settings.window)) against a baseline of \(String(format: "%.1f", next.baseline)) per window"
+                let reason =
+                    "\(next.count) sends in \(DurationText.format(settings.window)) against a baseline of \(String(format: "%.1f", next.baseline)) per window"
                 try db.query(
                     """
                     INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (?, ?, ?, ?, ?)

@@ -144,23 +144,28 @@ public final class SQLiteStore: HeraldStoreProtocol {
             expiresAt: .init(milliseconds: expires), attempts: Int(attempts), maxAttempts: Int(maxAttempts),
             consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(uuidString:)),
             sessionInfoSealed: row[11].string, clientKey: row[12].string, credentialHash: row[13].string,
-            purpose: row[14].string.flatMap(SessionPurpose.init(stored:)) ?? .signIn, codeSealed: row[15].string)
-            .with(region: row[10].string ?? "")
+            purpose: row[14].string.flatMap(SessionPurpose.init(stored:)) ?? .signIn, codeSealed: row[15].string
+        )
+        .with(region: row[10].string ?? "")
     }
 
     public func insertRefreshToken(_ record: RefreshTokenRecord) async throws {
         try await run { db in
             try db.query(
                 "INSERT INTO refresh_tokens (token_hash, project_id, local_id, provider, created_at_ms) VALUES (?, ?, ?, ?, ?)",
-                [.text(record.tokenHash), .text(record.projectID), .text(record.localID), .text(record.provider), .integer(record.createdAt.millisecondsSince1970)])
+                [
+                    .text(record.tokenHash), .text(record.projectID), .text(record.localID), .text(record.provider),
+                    .integer(record.createdAt.millisecondsSince1970),
+                ])
         }
     }
 
     public func refreshToken(hash: String) async throws -> RefreshTokenRecord? {
         try await run { db in
-            guard let row = try db.query(
-                "SELECT token_hash, project_id, local_id, provider, created_at_ms FROM refresh_tokens WHERE token_hash = ?", [.text(hash)]
-            ).first,
+            guard
+                let row = try db.query(
+                    "SELECT token_hash, project_id, local_id, provider, created_at_ms FROM refresh_tokens WHERE token_hash = ?", [.text(hash)]
+                ).first,
                 let tokenHash = row[0].string, let project = row[1].string, let localID = row[2].string,
                 let provider = row[3].string, let created = row[4].int
             else { return nil }
@@ -179,8 +184,10 @@ public final class SQLiteStore: HeraldStoreProtocol {
                 VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)
                 ON CONFLICT (job_id) DO NOTHING
                 """,
-                [.text(jobID.uuidString.lowercased()), .text(projectID), .text(type.rawValue), .text(destination),
-                 .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
+                [
+                    .text(jobID.uuidString.lowercased()), .text(projectID), .text(type.rawValue), .text(destination),
+                    .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970),
+                ])
         }
     }
 
@@ -198,11 +205,14 @@ public final class SQLiteStore: HeraldStoreProtocol {
                 """,
                 [.text(owner), .integer(now.millisecondsSince1970), .text(id), .text(projectID), .text(type.rawValue), .text(destination)])
             if let attempts = claimed.first?[0].int { return .claimed(attempt: Int(attempts)) }
-            guard let row = try db.query(
-                "SELECT status, owner, project_id, type, destination FROM deliveries WHERE job_id = ?", [.text(id)]
-            ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
+            guard
+                let row = try db.query(
+                    "SELECT status, owner, project_id, type, destination FROM deliveries WHERE job_id = ?", [.text(id)]
+                ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
             else { return .unknown }
-            for (field, stored, claimed) in [("project", row[2].string, projectID), ("type", row[3].string, type.rawValue), ("to", row[4].string, destination)]
+            for (field, stored, claimed) in [
+                ("project", row[2].string, projectID), ("type", row[3].string, type.rawValue), ("to", row[4].string, destination),
+            ]
             where stored != claimed {
                 return .mismatch(field: field)
             }
@@ -215,7 +225,10 @@ public final class SQLiteStore: HeraldStoreProtocol {
         try await run { db in
             try db.query(
                 "UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ? WHERE job_id = ?",
-                [.text(status.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now.millisecondsSince1970), .text(jobID.uuidString.lowercased())])
+                [
+                    .text(status.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now.millisecondsSince1970),
+                    .text(jobID.uuidString.lowercased()),
+                ])
         }
     }
 
@@ -230,9 +243,10 @@ public final class SQLiteStore: HeraldStoreProtocol {
     /// The segments recorded for a sent SMS (support and tests: what the provider will bill).
     public func recordedSegments(jobID: UUID) async throws -> (segments: Int, encoding: String)? {
         try await run { db in
-            guard let row = try db.query(
-                "SELECT segments, encoding FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
-            ).first, let segments = row[0].int, let encoding = row[1].string
+            guard
+                let row = try db.query(
+                    "SELECT segments, encoding FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
+                ).first, let segments = row[0].int, let encoding = row[1].string
             else { return nil }
             return (Int(segments), encoding)
         }
@@ -240,9 +254,10 @@ public final class SQLiteStore: HeraldStoreProtocol {
 
     public func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)? {
         try await run { db in
-            guard let row = try db.query(
-                "SELECT status, reason, attempts FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
-            ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
+            guard
+                let row = try db.query(
+                    "SELECT status, reason, attempts FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
+                ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
             else { return nil }
             return (status, row[1].string, Int(row[2].int ?? 0))
         }

@@ -57,7 +57,8 @@ public final class FakeSiteverify: Sendable {
             }
             var fields = HTTPFields()
             fields[.contentType] = "application/json"
-            return Response(status: .ok, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: answer))))
+            return Response(
+                status: .ok, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: answer))))
         }
         return FakeSiteverify(state: state, server: try await BackgroundServer.start(router: router))
     }

@@ -6,6 +6,8 @@ public final class HeraldProcess: @unchecked Sendable {
     public let name: String
     public let logPath: String
     let process: Process
+    /// Copies stderr into the log when it is a pipe (`pipeStderr`), until `closeStderrReader()`.
+    let stderrRelay: PipeRelay?
 
     /// Where `swift build` put the executables (`HERALDTEST_BIN_DIR`, else next to the test runner).
     public static var binDirectory: String {
@@ -14,7 +16,11 @@ public final class HeraldProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` (`herald-api`, `herald-sms-worker`, `herald-admin`) with `arguments`.
-    public init(_ executable: String, arguments: [String], logDirectory: String, environment: [String: String] = [:]) throws {
+    /// With `pipeStderr`, stderr is a pipe whose read end the test can close (`closeStderrReader()`),
+    /// as a log shipper that goes away does; until then its lines are copied into the log too.
+    public init(
+        _ executable: String, arguments: [String], logDirectory: String, environment: [String: String] = [:], pipeStderr: Bool = false
+    ) throws {
         let binary = Self.binDirectory + "/" + executable
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw TestFailure("\(binary) is not built; run `swift build` first (make test does)")
@@ -30,8 +36,21 @@ public final class HeraldProcess: @unchecked Sendable {
         env.merge(environment) { $1 }
         process.environment = env
         process.standardOutput = handle
-        process.standardError = handle
+        if pipeStderr {
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw TestFailure("pipe() failed") }
+            process.standardError = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+            stderrRelay = PipeRelay(readEnd: ends[0], into: handle)
+        } else {
+            process.standardError = handle
+            stderrRelay = nil
+        }
         try process.run()
+    }
+
+    /// Closes the read end of the stderr pipe: every later write of the process to stderr fails (EPIPE).
+    public func closeStderrReader() {
+        stderrRelay?.close()
     }
 
     public var pid: Int32 { process.processIdentifier }
@@ -68,6 +87,39 @@ public final class HeraldProcess: @unchecked Sendable {
             process.waitUntilExit()
         }
         return process.terminationStatus
+    }
+}
+
+/// Copies a pipe into a file on its own thread until closed; closing closes the pipe's read end.
+final class PipeRelay: @unchecked Sendable {
+    // @unchecked: `closed` is guarded by `lock`; the descriptor is only used by the relay thread.
+    private let lock = NSLock()
+    private var closed = false
+    private let done = DispatchSemaphore(value: 0)
+
+    init(readEnd: Int32, into handle: FileHandle) {
+        let thread = Thread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while lock.withLock({ closed }) == false {
+                var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, 50) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+                if count <= 0 { break }
+                handle.write(Data(buffer[0..<count]))
+            }
+            Glibc.close(readEnd)
+            done.signal()
+        }
+        thread.start()
+    }
+
+    /// Stops copying and closes the read end (waits until it is closed).
+    func close() {
+        let first = lock.withLock { () -> Bool in
+            defer { closed = true }
+            return closed == false
+        }
+        if first { done.wait() }
     }
 }
 

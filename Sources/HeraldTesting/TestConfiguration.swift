@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldRuntime
+import Synchronization
 
 /// A complete configuration for one test: its own exchange, state directory and ports, written to a
 /// file so real executables can be started with `--config`.
@@ -148,6 +149,17 @@ public struct TestConfiguration: Sendable {
 
 /// A free TCP port on 127.0.0.1 (bound and released; fine for tests).
 public func freePort() -> Int {
+    // The kernel may hand the same free port to two calls before either test binds it (suites run in
+    // parallel); a port is given out only once per test process.
+    while true {
+        let port = unboundPort()
+        if handedOutPorts.withLock({ $0.insert(port).inserted }) { return port }
+    }
+}
+
+private let handedOutPorts = Mutex<Set<Int>>([])
+
+private func unboundPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

@@ -63,7 +63,8 @@ public struct EmailJobHandler: JobHandler {
         do {
             link = try sealer.open(sealed, jobID: job.id, destination: email.to)
         } catch {
-            return .failure(RenderFailure(description: "params.linkSealed does not open with this codes.sealingKey (or was sealed for another job or address)"))
+            return .failure(
+                RenderFailure(description: "params.linkSealed does not open with this codes.sealingKey (or was sealed for another job or address)"))
         }
         let values = ["link": link, "app": email.params["app"] ?? job.project, "email": email.to]
         let from = sender(for: email.to)

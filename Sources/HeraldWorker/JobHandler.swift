@@ -44,7 +44,9 @@ public struct SMSJobHandler: JobHandler {
         var checks: [LimitCheck] = []
         if perNumberSpacing > .zero {
             checks.append(
-                LimitCheck(kind: .spacing, scope: job.project, subject: destination(of: job), policy: RatePolicy(limit: 1, period: perNumberSpacing, burst: 1)))
+                LimitCheck(
+                    kind: .spacing, scope: job.project, subject: destination(of: job),
+                    policy: RatePolicy(limit: 1, period: perNumberSpacing, burst: 1)))
         }
         if let providerRate {
             checks.append(LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: providerRate))
@@ -94,7 +96,9 @@ public struct SMSJobHandler: JobHandler {
             do {
                 code = try sealer.open(sealed, jobID: job.id, destination: message.to)
             } catch {
-                return .failure(RenderFailure(description: "params.codeSealed does not open with this codes.sealingKey (or was sealed for another job or number)"))
+                return .failure(
+                    RenderFailure(description: "params.codeSealed does not open with this codes.sealingKey (or was sealed for another job or number)")
+                )
             }
             let minutes = max(1, Int((job.expiresAt.timeIntervalSince(now) / 60).rounded(.up)))
             let text = template.render(["code": code, "app": message.params["app"] ?? job.project, "minutes": String(minutes)])

@@ -13,7 +13,8 @@ public struct PushJobHandler: JobHandler {
     let clock: any WallClock
     let logger: Logger
 
-    public init(delivery: any PushDelivery, keys: HeraldKeys, tokens: any AppVerificationStore, clock: any WallClock = SystemClock(), logger: Logger) {
+    public init(delivery: any PushDelivery, keys: HeraldKeys, tokens: any AppVerificationStore, clock: any WallClock = SystemClock(), logger: Logger)
+    {
         self.delivery = delivery
         self.sealer = Sealer(key: keys.sealing)
         self.tokens = tokens
@@ -34,7 +35,8 @@ public struct PushJobHandler: JobHandler {
 
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {
         guard case .push(let message) = job.payload else { return DeliveryReport(.permanent(reason: "not a push job")) }
-        guard let sealed = message.payload["secretSealed"], let secret = try? sealer.open(sealed, jobID: job.id, destination: message.deviceToken) else {
+        guard let sealed = message.payload["secretSealed"], let secret = try? sealer.open(sealed, jobID: job.id, destination: message.deviceToken)
+        else {
             return DeliveryReport(.permanent(reason: "payload.secretSealed does not open with this codes.sealingKey (or was sealed for another job)"))
         }
         let result = await delivery.send(message, secret: secret, jobID: job.id, expiresAt: job.expiresAt, now: now)

@@ -188,9 +188,12 @@ public final class WorkerService: Service {
         let signature: String? = if case .string(let text) = delivery.headers[JobSignature.header] { text } else { nil }
         guard JobSignature.verify(delivery.body, signature: signature, key: jobKey) else {
             logger.error(
-                "unauthenticated job dead-lettered", metadata: ["message.id": .string(delivery.messageID ?? "-"), "signed": .stringConvertible(signature != nil)])
+                "unauthenticated job dead-lettered",
+                metadata: ["message.id": .string(delivery.messageID ?? "-"), "signed": .stringConvertible(signature != nil)])
             await deadLetter(
-                delivery, reason: "unauthenticated: \(signature == nil ? "no" : "an invalid") \(JobSignature.header) (workers send only jobs herald-api signed)",
+                delivery,
+                reason:
+                    "unauthenticated: \(signature == nil ? "no" : "an invalid") \(JobSignature.header) (workers send only jobs herald-api signed)",
                 attempt: 0)
             count("unauthenticated")
             return
@@ -199,7 +202,8 @@ public final class WorkerService: Service {
         do {
             job = try JobCodec.decode(delivery.body)
         } catch {
-            logger.error("malformed job dead-lettered", metadata: ["message.id": .string(delivery.messageID ?? "-"), "problem": .string(error.description)])
+            logger.error(
+                "malformed job dead-lettered", metadata: ["message.id": .string(delivery.messageID ?? "-"), "problem": .string(error.description)])
             await deadLetter(delivery, reason: "malformed job: \(error.description)", attempt: 0)
             count("malformed")
             return
@@ -292,10 +296,12 @@ public final class WorkerService: Service {
             return false
         }
         guard let refusal else { return false }
-        Counter(label: "herald_worker_throttled_total", dimensions: [("type", handler.type.rawValue), ("limit", refusal.check.kind.rawValue)]).increment()
+        Counter(label: "herald_worker_throttled_total", dimensions: [("type", handler.type.rawValue), ("limit", refusal.check.kind.rawValue)])
+            .increment()
         let delay = RetryPolicy.queueDelay(for: refusal.retryAfter, in: settings.throttleDelays)
         guard clock.now.adding(max(delay, refusal.retryAfter)) < job.expiresAt else {
-            try? await ledger.recordDelivery(jobID: job.id, status: .expired, reason: "throttled (\(refusal.check.kind.configurationKey)) until past expiresAt", now: clock.now)
+            try? await ledger.recordDelivery(
+                jobID: job.id, status: .expired, reason: "throttled (\(refusal.check.kind.configurationKey)) until past expiresAt", now: clock.now)
             consumer.ack(delivery)
             count("expired")
             log.notice("throttled job would expire before its turn; dropped", metadata: ["limit": .string(refusal.check.kind.configurationKey)])
@@ -427,4 +433,3 @@ public final class WorkerService: Service {
         headers.filter { Job.carriedHeaders.contains($0.key) }
     }
 }
-

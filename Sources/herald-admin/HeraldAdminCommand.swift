@@ -63,7 +63,9 @@ extension HeraldAdminCommand.Topology {
                     "\(error.detail)\nA queue exists with different arguments; delete it (after draining) or choose another amqp.exchange.")
             }
             for type in HeraldAMQP.Topology.supportedTypes {
-                print("declared exchange \(topology.exchange) and \(topology.deadLetterExchange); queues: \(topology.queues(type).joined(separator: ", "))")
+                print(
+                    "declared exchange \(topology.exchange) and \(topology.deadLetterExchange); queues: \(topology.queues(type).joined(separator: ", "))"
+                )
             }
             await connection.shutdown()
         }
@@ -119,7 +121,8 @@ extension HeraldAdminCommand.DeadLetters {
 
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move dead-lettered jobs back to their work queue, to be sent again (each is removed only after the broker confirmed the copy).")
+            abstract: "Move dead-lettered jobs back to their work queue, to be sent again (each is removed only after the broker confirmed the copy)."
+        )
         @OptionGroup var options: CommonOptions
         @Option(help: "Job type.") var type: String = "sms"
         @Option(help: "At most this many jobs.") var limit: Int = 1000
@@ -176,7 +179,9 @@ extension HeraldAdminCommand.Limits {
                 let parameters = GCRA.Parameters(policy)
                 let remaining = GCRA.remaining(tat: tat, now: now, parameters: parameters)
                 let wait = remaining > 0 ? 0 : max(0, tat + parameters.interval - parameters.tolerance - now)
-                print("\(parts.project)\t\(parts.policy)\tremaining=\(remaining)\tnext in \(String(format: "%.1f", Double(wait) / 1e6)) s\tfull again in \(String(format: "%.0f", Double(max(0, tat - now)) / 1e6)) s")
+                print(
+                    "\(parts.project)\t\(parts.policy)\tremaining=\(remaining)\tnext in \(String(format: "%.1f", Double(wait) / 1e6)) s\tfull again in \(String(format: "%.0f", Double(max(0, tat - now)) / 1e6)) s"
+                )
             }
             if states.isEmpty { print("no limit state for \(kind) \(subject): it has the full allowance") }
         }

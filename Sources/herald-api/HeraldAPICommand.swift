@@ -25,7 +25,9 @@ struct HeraldAPICommand: AsyncParsableCommand {
             HealthServer(
                 host: configuration.http.metricsHost, port: configuration.http.metricsPort, idleTimeout: configuration.http.idleTimeout,
                 logger: logger, isReady: isReady,
-                onListening: { port in logger.info("metrics listening", metadata: ["host": .string(configuration.http.metricsHost), "port": .stringConvertible(port)]) }))
+                onListening: { port in
+                    logger.info("metrics listening", metadata: ["host": .string(configuration.http.metricsHost), "port": .stringConvertible(port)])
+                }))
         try await buildApplication(dependencies, logger: logger).runService()
     }
 }

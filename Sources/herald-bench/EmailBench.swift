@@ -18,7 +18,10 @@ extension HeraldBenchCommand {
                     json: ["requestType": "EMAIL_SIGNIN", "email": "bench\(worker)-\(index)@example.com", "continueUrl": "https://app.example.com/"]
                 ).status == 200
             }
-            print(String(format: "(e) sendOobCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds, Double(ok) / seconds, failed))
+            print(
+                String(
+                    format: "(e) sendOobCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds, Double(ok) / seconds,
+                    failed))
         } catch {
             await stack.stop()
             throw error
@@ -45,17 +48,24 @@ extension HeraldBenchCommand {
             ).text
             return Job(
                 id: id, project: "bench", createdAt: Date(), expiresAt: Date().addingTimeInterval(3600), locale: "de",
-                payload: .email(EmailMessage(to: "bench@example.com", template: .signInLink, params: ["linkSealed": sealer.seal(link, jobID: id, destination: "bench@example.com"), "app": "Bench"])))
+                payload: .email(
+                    EmailMessage(
+                        to: "bench@example.com", template: .signInLink,
+                        params: ["linkSealed": sealer.seal(link, jobID: id, destination: "bench@example.com"), "app": "Bench"])))
         }
 
         // Rendering: open the sealed link, three templates, MIME with quoted-printable and RFC 2047.
-        let renderer = EmailJobHandler(channel: ConsoleEmailChannel(print: LineOutput.standardOutput.write), keys: keys, settings: configuration.email)
+        let renderer = EmailJobHandler(
+            channel: ConsoleEmailChannel(print: LineOutput.standardOutput.write), keys: keys, settings: configuration.email)
         let jobs = (0..<emailCount).map { _ in job() }
         var bytes = 0
         let started = ContinuousClock.now
         for job in jobs { bytes += (try? renderer.render(job, now: Date()).get())?.rendered.count ?? 0 }
         let seconds = (ContinuousClock.now - started).seconds
-        print(String(format: "(e) render sign-in mails (de, templates + MIME): %d in %.2f s = %.0f mails/s, %d bytes each", emailCount, seconds, Double(emailCount) / seconds, bytes / max(1, emailCount)))
+        print(
+            String(
+                format: "(e) render sign-in mails (de, templates + MIME): %d in %.2f s = %.0f mails/s, %d bytes each", emailCount, seconds,
+                Double(emailCount) / seconds, bytes / max(1, emailCount)))
 
         let sink = try await SMTPSink.start()
         defer { sink.stop() }
@@ -83,9 +93,12 @@ extension HeraldBenchCommand {
             }
             let elapsed = (ContinuousClock.now - begun).seconds
             _ = await eventually(timeout: .seconds(10)) { sink.accepted.count - before >= sent }
-            print(String(format: "(e) SMTP submissions to aiosmtpd, %d in flight: %d in %.2f s = %.0f mails/s (%d accepted by the server, %d connection(s) opened)",
-                          concurrency, perTask * concurrency, elapsed, Double(perTask * concurrency) / elapsed, sink.accepted.count - before,
-                          sink.events("ehlo").count - greetingsBefore))
+            print(
+                String(
+                    format:
+                        "(e) SMTP submissions to aiosmtpd, %d in flight: %d in %.2f s = %.0f mails/s (%d accepted by the server, %d connection(s) opened)",
+                    concurrency, perTask * concurrency, elapsed, Double(perTask * concurrency) / elapsed, sink.accepted.count - before,
+                    sink.events("ehlo").count - greetingsBefore))
         }
         client.shutdown()
     }

@@ -13,14 +13,16 @@ import Synchronization
 @main
 struct HeraldBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-bench", abstract: "Measure broker confirms, API throughput, enqueue→gateway latency and memory.", version: BuildInfo.versionLine)
+        commandName: "herald-bench", abstract: "Measure broker confirms, API throughput, enqueue→gateway latency and memory.",
+        version: BuildInfo.versionLine)
 
     @Option(help: "Messages for the raw publish-with-confirms run.") var publishCount = 20_000
     @Option(help: "Confirms in flight during the raw publish run.") var window = 500
     @Option(help: "Seconds of load at concurrency 64.") var throughputSeconds = 10
     @Option(help: "Requests per second for the latency run.") var rate = 500
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
-    @Option(help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), push (APNs channel), email (rendering, SMTP), or all.")
+    @Option(
+        help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), push (APNs channel), email (rendering, SMTP), or all.")
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
     @Option(parsing: .upToNextOption, help: "Streams in flight for the multiplexed APNs runs.") var pushStreams: [Int] = [64]
@@ -41,7 +43,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             do {
                 try await throughput(stack)
                 _ = try await latency(stack, label: "(c)")
-                print("(d) memory after the runs: herald-api RSS \(rss(stack.api.pid)) (peak \(peak(stack.api.pid))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))")
+                print(
+                    "(d) memory after the runs: herald-api RSS \(rss(stack.api.pid)) (peak \(peak(stack.api.pid))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))"
+                )
             } catch {
                 await stack.stop()
                 throw error
@@ -98,7 +102,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 try await group.waitForAll()
             }
             let seconds = (ContinuousClock.now - started).seconds
-            print(String(format: "(l) limiter on SQLite, %@: %d decisions in %.2f s = %.0f decisions/s (%d allowed)", label, decisions, seconds, Double(decisions) / seconds, allowed.withLock { $0 }))
+            print(
+                String(
+                    format: "(l) limiter on SQLite, %@: %d decisions in %.2f s = %.0f decisions/s (%d allowed)", label, decisions, seconds,
+                    Double(decisions) / seconds, allowed.withLock { $0 }))
         }
     }
 
@@ -122,7 +129,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     try await group.waitForAll()
                 }
                 let seconds = (ContinuousClock.now - started).seconds
-                print(String(format: "(a) raw publish with confirms, %@: %d messages in %.2f s = %.0f msg/s", label, count, seconds, Double(count) / seconds))
+                print(
+                    String(
+                        format: "(a) raw publish with confirms, %@: %d messages in %.2f s = %.0f msg/s", label, count, seconds,
+                        Double(count) / seconds))
             }
             await publisher.shutdown()
         }
@@ -136,7 +146,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 json: ["phoneNumber": BenchStack.phone(worker * 100_000 + index)]
             ).status == 200
         }
-        print(String(format: "(b) sendVerificationCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds, Double(ok) / seconds, failed))
+        print(
+            String(
+                format: "(b) sendVerificationCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds,
+                Double(ok) / seconds, failed))
         // Let the worker drain before the latency run.
         _ = await eventually(timeout: .seconds(120)) { stack.gateway.received.count >= ok }
         print("    worker drained: gateway received \(stack.gateway.received.count) SMS")
@@ -155,7 +168,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     var index = 0
                     while ContinuousClock.now < deadline {
                         let accepted = try await request(worker, index)
-                        counter.withLock { accepted ? ($0.ok += 1) : ($0.failed += 1) }
+                        counter.withLock {
+                            if accepted { $0.ok += 1 } else { $0.failed += 1 }
+                        }
                         index += 1
                     }
                 }
@@ -208,12 +223,18 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             let sorted = values.sorted()
             return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
-        print(String(format: "%@ at %d req/s for %d s (offered in %.1f s): %d confirmed, %d refused",
-                     label, rate, latencySeconds, sentIn, answerTimes.count, refused.withLock { $0 }))
-        print(String(format: "    request → SMS at gateway: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d delivered)",
-                     percentile(endToEnd, 0.5), percentile(endToEnd, 0.99), endToEnd.max() ?? .nan, endToEnd.count))
-        print(String(format: "    request → API answer (after the broker's confirm): p50 %.1f ms, p99 %.1f ms",
-                     percentile(answerTimes, 0.5), percentile(answerTimes, 0.99)))
+        print(
+            String(
+                format: "%@ at %d req/s for %d s (offered in %.1f s): %d confirmed, %d refused",
+                label, rate, latencySeconds, sentIn, answerTimes.count, refused.withLock { $0 }))
+        print(
+            String(
+                format: "    request → SMS at gateway: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d delivered)",
+                percentile(endToEnd, 0.5), percentile(endToEnd, 0.99), endToEnd.max() ?? .nan, endToEnd.count))
+        print(
+            String(
+                format: "    request → API answer (after the broker's confirm): p50 %.1f ms, p99 %.1f ms",
+                percentile(answerTimes, 0.5), percentile(answerTimes, 0.99)))
         return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99))
     }
 

@@ -43,8 +43,10 @@ extension HeraldBenchCommand {
             let arrived = apns.received.dropFirst(seenBefore)
             let twice = arrived.count - Set(arrived.compactMap { $0.headers["apns-id"] }).count
             seenBefore = apns.received.count
-            print(String(format: "(p) APNs channel, %d stream(s) in flight: %d pushes in %.2f s = %.0f pushes/s (%d accepted, %d arrived twice)",
-                          concurrency, total, seconds, Double(total) / seconds, sent, twice))
+            print(
+                String(
+                    format: "(p) APNs channel, %d stream(s) in flight: %d pushes in %.2f s = %.0f pushes/s (%d accepted, %d arrived twice)",
+                    concurrency, total, seconds, Double(total) / seconds, sent, twice))
         }
         let minted = Set(apns.received.compactMap(\.providerToken)).count
         print("(p) provider tokens minted for \(apns.received.count) pushes: \(minted)")

@@ -23,7 +23,8 @@ struct HeraldEmailWorkerCommand: AsyncParsableCommand {
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let channel: any EmailChannel =
             configuration.email.provider == "console"
-            ? ConsoleEmailChannel(print: LineOutput.standardOutput.write) : SMTPChannel(client: CurlClient(logger: logger), settings: configuration.email)
+            ? ConsoleEmailChannel(print: LineOutput.standardOutput.write)
+            : SMTPChannel(client: CurlClient(logger: logger), settings: configuration.email)
         let handler = EmailJobHandler(
             channel: channel, keys: keys, settings: configuration.email,
             providerRate: configuration.email.provider == "smtp" ? configuration.email.rate : nil)

@@ -12,7 +12,8 @@ import Logging
 @main
 struct HeraldPushWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-push-worker", abstract: "Deliver silent app-verification pushes from RabbitMQ over APNs.", version: BuildInfo.versionLine)
+        commandName: "herald-push-worker", abstract: "Deliver silent app-verification pushes from RabbitMQ over APNs.", version: BuildInfo.versionLine
+    )
 
     @OptionGroup var options: CommonOptions
 

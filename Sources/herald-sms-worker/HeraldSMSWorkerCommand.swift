@@ -22,7 +22,8 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let channel: any DeliveryChannel =
             configuration.sms.provider == "console"
-            ? ConsoleChannel(print: LineOutput.standardOutput.write) : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
+            ? ConsoleChannel(print: LineOutput.standardOutput.write)
+            : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
         let handler = SMSJobHandler(
             channel: channel, keys: keys, templates: configuration.sms.templates,
             providerRate: configuration.sms.provider == "http" ? configuration.sms.http.rate : nil,

@@ -41,7 +41,8 @@ struct APIHarness {
     func run(_ body: @escaping @Sendable (HeraldClient, AMQPConnection) async throws -> Void) async throws {
         var dependencies = try await APIDependencies.live(
             configuration: configuration, sealingKey: configuration.codes.sealingKey!,
-            signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM), logger: logs.logger("herald-api"))
+            signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM),
+            logger: logs.logger("herald-api"))
         dependencies.clock = clock
         let app = buildApplication(dependencies, logger: logs.logger("herald-api"))
         let admin = try await TestBroker.connection(.publisher, name: "test-admin", logger: quietLogger())

@@ -14,7 +14,9 @@ struct AppVerificationTests {
     static let device = "0A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718293A4B5C6D7E8F9"
 
     /// Runs verifyClient and returns (receipt, secret from the published push).
-    static func handshake(_ harness: APIHarness, _ client: HeraldClient, _ admin: AMQPConnection, device: String = device) async throws -> (String, String) {
+    static func handshake(_ harness: APIHarness, _ client: HeraldClient, _ admin: AMQPConnection, device: String = device) async throws -> (
+        String, String
+    ) {
         let answer = try await client.post(
             Paths.v1 + "verifyIosClient", apiKey: TestConfiguration.apiKey, json: ["appToken": device, "isSandbox": true], headers: [bundle])
         guard answer.status == 200, let receipt = answer.string("receipt") else {
@@ -41,7 +43,10 @@ struct AppVerificationTests {
                 let (delivery, job) = jobs[0]
                 #expect(delivery.type == "push")
                 #expect(job.expiresAt.timeIntervalSince(job.createdAt) == 120)
-                guard case .push(let message) = job.payload else { Issue.record("not a push job"); return }
+                guard case .push(let message) = job.payload else {
+                    Issue.record("not a push job")
+                    return
+                }
                 #expect(message.deviceToken == Self.device.lowercased())
                 #expect(message.environment == .sandbox)
                 #expect(message.topic == "com.example.herald")
@@ -53,8 +58,12 @@ struct AppVerificationTests {
                 #expect(String(decoding: delivery.body, as: UTF8.self).contains(secret) == false)
             }
             // isSandbox false or absent: production.
-            _ = try await client.post(Paths.v1 + "verifyIosClient", apiKey: key, json: ["appToken": String(repeating: "ab", count: 32)], headers: [Self.bundle])
-            guard case .push(let message) = try await harness.publishedPushJobs(admin).first?.1.payload else { Issue.record("no job"); return }
+            _ = try await client.post(
+                Paths.v1 + "verifyIosClient", apiKey: key, json: ["appToken": String(repeating: "ab", count: 32)], headers: [Self.bundle])
+            guard case .push(let message) = try await harness.publishedPushJobs(admin).first?.1.payload else {
+                Issue.record("no job")
+                return
+            }
             #expect(message.environment == .production)
             #expect(linesLeaking(secrets, in: harness.logs.text).isEmpty)
         }
@@ -94,7 +103,8 @@ struct AppVerificationTests {
         try await harness.run { client, admin in
             var statuses: [Int] = []
             for _ in 0..<3 {
-                statuses.append(try await client.post(Paths.v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundle]).status)
+                statuses.append(
+                    try await client.post(Paths.v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundle]).status)
             }
             #expect(statuses == [200, 200, 400])
             let refused = try await client.post(Paths.v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundle])
@@ -176,7 +186,10 @@ struct AppVerificationTests {
                 let answer = try await client.post(send, apiKey: key, json: ["phoneNumber": "+1555555020\(index)", "recaptchaToken": token])
                 outcomes[token] = answer.status == 200 ? "ok" : answer.errorMessage ?? "\(answer.status)"
             }
-            #expect(outcomes == ["good": "ok", "bad": "CAPTCHA_CHECK_FAILED", "low": "CAPTCHA_CHECK_FAILED", "turnstile": "ok", "unknown": "CAPTCHA_CHECK_FAILED"])
+            #expect(
+                outcomes == [
+                    "good": "ok", "bad": "CAPTCHA_CHECK_FAILED", "low": "CAPTCHA_CHECK_FAILED", "turnstile": "ok", "unknown": "CAPTCHA_CHECK_FAILED",
+                ])
             // reCAPTCHA Enterprise field name.
             let enterprise = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550300", "captchaResponse": "good"])
             #expect(enterprise.status == 200)
@@ -195,7 +208,8 @@ struct AppVerificationTests {
             $0.appVerification = "{required: true, captcha: {verifyUrl: \"http://127.0.0.1:\(freePort())/siteverify\", secret: s}}"
         }
         try await harness.run { client, admin in
-            let answer = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+15555550100", "recaptchaToken": "t"])
+            let answer = try await client.post(
+                Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+15555550100", "recaptchaToken": "t"])
             #expect(answer.status == 503)
             #expect(answer.errorMessage?.hasPrefix("UNAVAILABLE") == true)
             #expect(answer.header("retry-after") == "5")
@@ -203,7 +217,8 @@ struct AppVerificationTests {
         }
         let unconfigured = try APIHarness { $0.appVerification = "{required: true}" }
         try await unconfigured.run { client, _ in
-            let answer = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+15555550100", "recaptchaToken": "t"])
+            let answer = try await client.post(
+                Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+15555550100", "recaptchaToken": "t"])
             #expect(answer.errorMessage?.hasPrefix("CAPTCHA_CHECK_FAILED") == true)
         }
     }
@@ -218,7 +233,8 @@ struct AppVerificationTests {
             let (receipt, secret) = try await Self.handshake(harness, client, admin)
             let send = Paths.v1 + "sendVerificationCode"
             func post(_ number: String) async throws -> HeraldClient.Answer {
-                try await client.post(send, apiKey: key, json: ["phoneNumber": number, "iosReceipt": receipt, "iosSecret": secret], headers: [Self.bundle])
+                try await client.post(
+                    send, apiKey: key, json: ["phoneNumber": number, "iosReceipt": receipt, "iosSecret": secret], headers: [Self.bundle])
             }
             let first = try #require(try await post("+15555550100").string("sessionInfo"))
             harness.clock.advance(10)

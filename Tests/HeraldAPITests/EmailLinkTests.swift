@@ -21,7 +21,10 @@ struct EmailLinkTests {
     ) async throws -> String {
         let sent = try await client.post(
             path, apiKey: TestConfiguration.apiKey,
-            json: ["requestType": "EMAIL_SIGNIN", "email": email, "continueUrl": continueURL, "canHandleCodeInApp": true, "iOSBundleId": "com.example.herald"],
+            json: [
+                "requestType": "EMAIL_SIGNIN", "email": email, "continueUrl": continueURL, "canHandleCodeInApp": true,
+                "iOSBundleId": "com.example.herald",
+            ],
             headers: headers)
         guard sent.status == 200 else { throw TestFailure("sendOobCode: \(sent.status) \(sent.errorMessage ?? "")") }
         let jobs = try await harness.publishedEmailJobs(admin)
@@ -48,7 +51,10 @@ struct EmailLinkTests {
             #expect(delivery.type == "email")
             #expect(job.locale == "de")
             #expect(abs(job.expiresAt.timeIntervalSince(job.createdAt) - 3600) < 1)
-            guard case .email(let message) = job.payload else { Issue.record("not an email job"); return }
+            guard case .email(let message) = job.payload else {
+                Issue.record("not an email job")
+                return
+            }
             #expect(message.to == "alice@example.com")
             #expect(message.template == .signInLink)
             let link = try harness.link(in: job)
@@ -62,7 +68,8 @@ struct EmailLinkTests {
             // The broker holds only the sealed link.
             #expect(String(decoding: delivery.body, as: UTF8.self).contains(code) == false)
 
-            let signedIn = try await client.post(Paths.v1 + "signInWithEmailLink", apiKey: key, json: ["email": "alice@example.com", "oobCode": code])
+            let signedIn = try await client.post(
+                Paths.v1 + "signInWithEmailLink", apiKey: key, json: ["email": "alice@example.com", "oobCode": code])
             #expect(signedIn.status == 200)
             #expect(signedIn.string("kind") == "identitytoolkit#EmailLinkSigninResponse")
             #expect(signedIn.json["isNewUser"] as? Bool == true)
@@ -123,7 +130,10 @@ struct EmailLinkTests {
 
             // A subdomain continue URL and an authorized linkDomain work.
             #expect(
-                try await send(["requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": "https://m.app.example.com/", "linkDomain": "app.example.com"]) == nil)
+                try await send([
+                    "requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": "https://m.app.example.com/",
+                    "linkDomain": "app.example.com",
+                ]) == nil)
             let link = try harness.link(in: try #require(try await harness.publishedEmailJobs(admin).first).1)
             #expect(link.hasPrefix("https://app.example.com/__/auth/action?"))
         }
@@ -145,7 +155,8 @@ struct EmailLinkTests {
             #expect(
                 try await signIn(["email": "mallory@example.com", "oobCode": code])
                     == "INVALID_EMAIL : The email provided does not match the sign-in email address.")
-            #expect(try await signIn(["email": "bob@example.com", "oobCode": code], key: TestConfiguration.disabledAPIKey) == "OPERATION_NOT_ALLOWED")
+            #expect(
+                try await signIn(["email": "bob@example.com", "oobCode": code], key: TestConfiguration.disabledAPIKey) == "OPERATION_NOT_ALLOWED")
             // A wrong email does not spend the code; expiry does.
             harness.clock.advance(3600 + 1)
             #expect(try await signIn(["email": "bob@example.com", "oobCode": code]) == "EXPIRED_OOB_CODE")
@@ -255,7 +266,8 @@ struct EmailLinkTests {
             #expect(linked.status == 200)
             #expect(linked.string("localId") == phoneUser.string("localId"))
             let user = try #require(
-                (try await client.post(Paths.v1 + "lookup", apiKey: key, json: ["idToken": linked.string("idToken")!]).json["users"] as? [[String: Any]])?.first)
+                (try await client.post(Paths.v1 + "lookup", apiKey: key, json: ["idToken": linked.string("idToken")!]).json["users"]
+                    as? [[String: Any]])?.first)
             #expect(user["phoneNumber"] as? String == "+16505553434")
             #expect(user["email"] as? String == "frank@example.com")
 
@@ -278,7 +290,8 @@ struct EmailLinkTests {
     func createAuthUri() async throws {
         for protection in [false, true] {
             let harness = try APIHarness {
-                $0.emailLink = "{enabled: true, linkTTL: 1h, actionUrl: \"https://auth.example.com/__/auth/action\", enumerationProtection: \(protection)}"
+                $0.emailLink =
+                    "{enabled: true, linkTTL: 1h, actionUrl: \"https://auth.example.com/__/auth/action\", enumerationProtection: \(protection)}"
             }
             try await harness.run { client, admin in
                 let link = try await Self.sendLink("heidi@example.com", harness: harness, client: client, admin: admin)
@@ -334,7 +347,9 @@ struct EmailLinkTests {
             let updated = try await client.post(Paths.legacy + "setAccountInfo", apiKey: key, json: ["idToken": idToken, "displayName": "Kim"])
             #expect(updated.string("kind") == "identitytoolkit#SetAccountInfoResponse")
             #expect(updated.string("displayName") == "Kim")
-            #expect(try await client.post(Paths.v1 + "update", apiKey: key, json: ["displayName": "x"]).errorMessage == "INVALID_REQ_TYPE : Unsupported request parameters.")
+            #expect(
+                try await client.post(Paths.v1 + "update", apiKey: key, json: ["displayName": "x"]).errorMessage
+                    == "INVALID_REQ_TYPE : Unsupported request parameters.")
             #expect(
                 try await client.post(Paths.v1 + "update", apiKey: key, json: ["idToken": idToken, "emailVerified": false]).errorMessage
                     == "INSUFFICIENT_PERMISSION")
@@ -344,13 +359,15 @@ struct EmailLinkTests {
             let base = "/identitytoolkit.googleapis.com/v1/projects/\(TestConfiguration.projectID)"
             #expect(try await client.post(base + "/accounts", json: ["email": "x@example.com"]).errorMessage == "INSUFFICIENT_PERMISSION")
             #expect(
-                try await client.post(base + "/accounts", json: ["email": "x@example.com"], headers: [("Authorization", "Bearer wrong")]).status == 403)
+                try await client.post(base + "/accounts", json: ["email": "x@example.com"], headers: [("Authorization", "Bearer wrong")]).status
+                    == 403)
             let owner = TestConfiguration.adminHeader
             #expect(try await client.post(base + "/accounts", json: ["email": "kim@example.com"], headers: owner).errorMessage == "EMAIL_EXISTS")
             #expect(
                 try await client.post(base + "/accounts", json: ["email": "y@example.com", "password": "short"], headers: owner).errorMessage
                     == "WEAK_PASSWORD : Password should be at least 6 characters")
-            let page = try await client.send("GET", base + "/accounts:batchGet?maxResults=10", apiKey: nil, body: nil, contentType: nil, headers: owner)
+            let page = try await client.send(
+                "GET", base + "/accounts:batchGet?maxResults=10", apiKey: nil, body: nil, contentType: nil, headers: owner)
             #expect((page.json["users"] as? [[String: Any]])?.count == 1)
 
             let deleted = try await client.post(Paths.legacy + "deleteAccount", apiKey: key, json: ["idToken": idToken])

@@ -3,8 +3,8 @@ import HeraldAMQP
 import HeraldAPI
 import HeraldCore
 import HeraldRuntime
-import HummingbirdTesting
 import HeraldTesting
+import HummingbirdTesting
 import Testing
 
 @Suite("Admission limits on the Identity Toolkit wire (real broker, real SQLite)")
@@ -61,11 +61,13 @@ struct LimitsTests {
         let harness = try APIHarness { $0.limits = #"{perIP: ["2/1h"], perNumber: [], perProject: [], pumping: {enabled: false}}"# }
         try await harness.run { client, _ in
             for index in 0..<2 {
-                let answer = try await client.post(send, apiKey: key, json: ["phoneNumber": "+1555555010\(index)"], headers: [("X-Forwarded-For", "203.0.113.\(index)")])
+                let answer = try await client.post(
+                    send, apiKey: key, json: ["phoneNumber": "+1555555010\(index)"], headers: [("X-Forwarded-For", "203.0.113.\(index)")])
                 #expect(answer.status == 200)
             }
             // Forging another address does not help: the peer (127.0.0.1) is what counts.
-            let forged = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550109"], headers: [("X-Forwarded-For", "198.51.100.77")])
+            let forged = try await client.post(
+                send, apiKey: key, json: ["phoneNumber": "+15555550109"], headers: [("X-Forwarded-For", "198.51.100.77")])
             #expect(forged.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
         }
     }
@@ -79,17 +81,23 @@ struct LimitsTests {
         try await harness.run { client, _ in
             for client0 in ["203.0.113.1", "203.0.113.2"] {
                 for index in 0..<2 {
-                    let answer = try await client.post(send, apiKey: key, json: ["phoneNumber": "+1555555020\(index)"], headers: [("X-Forwarded-For", client0)])
+                    let answer = try await client.post(
+                        send, apiKey: key, json: ["phoneNumber": "+1555555020\(index)"], headers: [("X-Forwarded-For", client0)])
                     #expect(answer.status == 200, "\(client0) #\(index)")
                 }
             }
-            let third = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550209"], headers: [("X-Forwarded-For", "9.9.9.9, 203.0.113.1")])
+            let third = try await client.post(
+                send, apiKey: key, json: ["phoneNumber": "+15555550209"], headers: [("X-Forwarded-For", "9.9.9.9, 203.0.113.1")])
             #expect(third.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
             // IPv6 clients share one allowance per /64.
             for suffix in ["1", "2"] {
-                #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550301"], headers: [("X-Forwarded-For", "2001:db8:0:7::\(suffix)")]).status == 200)
+                #expect(
+                    try await client.post(
+                        send, apiKey: key, json: ["phoneNumber": "+15555550301"], headers: [("X-Forwarded-For", "2001:db8:0:7::\(suffix)")]
+                    ).status == 200)
             }
-            let sameSubnet = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550302"], headers: [("X-Forwarded-For", "2001:db8:0:7:ffff::3")])
+            let sameSubnet = try await client.post(
+                send, apiKey: key, json: ["phoneNumber": "+15555550302"], headers: [("X-Forwarded-For", "2001:db8:0:7:ffff::3")])
             #expect(sameSubnet.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
         }
     }
@@ -101,14 +109,18 @@ struct LimitsTests {
             let refused = try await client.post(send, apiKey: key, json: ["phoneNumber": "+447911123456"])
             #expect(refused.status == 400)
             #expect(refused.errorMessage == "OPERATION_NOT_ALLOWED : SMS unable to be sent until this region enabled by the app developer")
-            #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+79161234567"]).errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED") == true)
+            #expect(
+                try await client.post(send, apiKey: key, json: ["phoneNumber": "+79161234567"]).errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED")
+                    == true)
             #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+77011234567"]).status == 200)
             #expect(try await harness.publishedJobs(admin).count == 1)
         }
         let allowList = try APIHarness { $0.regions = "{allow: [US], deny: []}" }
         try await allowList.run { (client: HeraldClient, _: AMQPConnection) async throws in
             #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).status == 200)
-            #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+14165550199"]).errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED") == true)
+            #expect(
+                try await client.post(send, apiKey: key, json: ["phoneNumber": "+14165550199"]).errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED")
+                    == true)
         }
     }
 
@@ -156,7 +168,8 @@ struct LimitsTests {
                 #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).status == 503)
             }
             let states = try await store.rateStates(kind: "number", subject: "+15555550100", project: nil)
-            let remaining = GCRA.remaining(tat: states.first?.tat, now: Date().microsecondsSince1970, parameters: GCRA.Parameters(RatePolicy.parse("1/1h")!))
+            let remaining = GCRA.remaining(
+                tat: states.first?.tat, now: Date().microsecondsSince1970, parameters: GCRA.Parameters(RatePolicy.parse("1/1h")!))
             #expect(remaining == 1)
         }
     }

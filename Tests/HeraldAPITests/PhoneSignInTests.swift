@@ -45,12 +45,18 @@ struct PhoneSignInTests {
             #expect(delivery.messageID == job.id.uuidString.lowercased())
             #expect(delivery.type == "sms")
             #expect(delivery.headers["x-herald-schema"] == .int(1))
-            guard case .string(let trace) = delivery.headers["traceparent"] else { Issue.record("no traceparent"); return }
+            guard case .string(let trace) = delivery.headers["traceparent"] else {
+                Issue.record("no traceparent")
+                return
+            }
             #expect(trace.hasPrefix("00-4bf92f3577b34da6a3ce929d0e0e4736-"))
             #expect(job.project == TestConfiguration.projectID)
             #expect(job.locale == "de")
             #expect(abs(job.expiresAt.timeIntervalSince(job.createdAt) - 300) < 1)
-            guard case .sms(let message) = job.payload else { Issue.record("not sms"); return }
+            guard case .sms(let message) = job.payload else {
+                Issue.record("not sms")
+                return
+            }
             #expect(message.to == "+15555550100")
             #expect(message.params["app"] == "Herald Test")
             let code = try harness.code(in: job)
@@ -108,7 +114,8 @@ struct PhoneSignInTests {
             let secondJob = try await harness.publishedJobs(admin)
             let secondCode = try harness.code(in: try #require(secondJob.first).1)
             let secondSignIn = try await client.post(
-                Paths.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": try #require(second.string("sessionInfo")), "code": secondCode])
+                Paths.v1 + "signInWithPhoneNumber", apiKey: key,
+                json: ["sessionInfo": try #require(second.string("sessionInfo")), "code": secondCode])
             #expect(secondSignIn.string("localId") == localID)
             #expect(secondSignIn.json["isNewUser"] as? Bool == false)
 
@@ -131,11 +138,13 @@ struct PhoneSignInTests {
             #expect(signedIn.status == 200)
             #expect(signedIn.string("phoneNumber") == "+447911123456")
 
-            let short = try await client.post(Paths.shortV1 + "sendVerificationCode", json: ["phoneNumber": "+447911123456"], headers: [("x-goog-api-key", key)])
+            let short = try await client.post(
+                Paths.shortV1 + "sendVerificationCode", json: ["phoneNumber": "+447911123456"], headers: [("x-goog-api-key", key)])
             #expect(short.status == 200)
             let shortCode = try harness.code(in: try #require(try await harness.publishedJobs(admin).first).1)
             let shortSignIn = try await client.post(
-                Paths.shortV1 + "signInWithPhoneNumber", apiKey: key, json: ["session_info": try #require(short.string("sessionInfo")), "code": shortCode])
+                Paths.shortV1 + "signInWithPhoneNumber", apiKey: key,
+                json: ["session_info": try #require(short.string("sessionInfo")), "code": shortCode])
             #expect(shortSignIn.string("localId") == signedIn.string("localId"))
         }
     }
@@ -166,12 +175,14 @@ struct PhoneSignInTests {
             let code = try harness.code(in: try #require(try await harness.publishedJobs(admin).first).1)
             let wrongCode = code == "000000" ? "111111" : "000000"
             for _ in 0..<3 {
-                let answer = try await client.post(Paths.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": sessionInfo, "code": wrongCode])
+                let answer = try await client.post(
+                    Paths.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": sessionInfo, "code": wrongCode])
                 #expect(answer.status == 400)
                 #expect(answer.errorMessage == "INVALID_CODE")
             }
             for attempt in [code, wrongCode, code] {
-                let answer = try await client.post(Paths.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": sessionInfo, "code": attempt])
+                let answer = try await client.post(
+                    Paths.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": sessionInfo, "code": attempt])
                 #expect(answer.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
             }
         }

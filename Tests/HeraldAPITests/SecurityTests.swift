@@ -94,7 +94,8 @@ struct SecurityTests {
     @Test("password, provider and admin email changes revoke earlier ID and refresh tokens; the caller gets fresh ones")
     func credentialChangesRevoke() async throws {
         let harness = try APIHarness {
-            $0.limits = #"{perNumber: ["100/1m"], perIP: ["1000/1m"], perProject: ["10000/1m"], passwordChangesPerUser: ["2/1h"], pumping: {enabled: false}}"#
+            $0.limits =
+                #"{perNumber: ["100/1m"], perIP: ["1000/1m"], perProject: ["10000/1m"], passwordChangesPerUser: ["2/1h"], pumping: {enabled: false}}"#
         }
         try await harness.run { client, admin in
             let signedIn = try await Self.emailSignIn("erin@example.com", harness: harness, client: client, admin: admin)
@@ -132,7 +133,8 @@ struct SecurityTests {
 
             // An admin changes the address: every session of the user ends.
             let moved = try await client.post(
-                Self.adminBase + "/accounts:update", json: ["localId": localID, "email": "erin.new@example.com"], headers: TestConfiguration.adminHeader)
+                Self.adminBase + "/accounts:update", json: ["localId": localID, "email": "erin.new@example.com"],
+                headers: TestConfiguration.adminHeader)
             #expect(moved.status == 200)
             #expect(try await Self.lookup(client, idToken).errorMessage == "TOKEN_EXPIRED")
             #expect(try await Self.refresh(client, refreshToken).errorMessage == "TOKEN_EXPIRED")
@@ -148,7 +150,8 @@ struct SecurityTests {
                 "javascript:alert(document.domain)//app.example.com", "data:text/html,<script>alert(1)</script>", "file:///etc/passwd",
             ] {
                 let answer = try await client.post(
-                    Paths.v1 + "sendOobCode", apiKey: Self.key, json: ["requestType": "EMAIL_SIGNIN", "email": "frank@example.com", "continueUrl": bad])
+                    Paths.v1 + "sendOobCode", apiKey: Self.key,
+                    json: ["requestType": "EMAIL_SIGNIN", "email": "frank@example.com", "continueUrl": bad])
                 #expect(answer.errorMessage == "INVALID_CONTINUE_URI : ((expected an absolute URI with valid scheme and host))", "\(bad)")
             }
             #expect(try await harness.publishedEmailJobs(admin).isEmpty)
@@ -249,5 +252,61 @@ struct SecurityTests {
             #expect(third.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
             #expect(third.header("Retry-After") != nil)
         }
+    }
+
+    @Test("slowloris: a connection whose request head never completes, and an idle keep-alive connection, are closed")
+    func idleConnectionsClosed() async throws {
+        let harness = try APIHarness { $0.idleTimeout = "1s" }
+        try await harness.run { client, _ in
+            let port = try #require(Int(client.baseURL.split(separator: ":").last ?? ""))
+            // Half a request head, then nothing: the server must hang up by itself.
+            let slow = try RawConnection(port: port)
+            try slow.send("POST /v1/accounts:sendVerificationCode?key=\(Self.key) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl")
+            #expect(slow.waitForClose(within: .seconds(15)))
+            // A complete request on a keep-alive connection, answered, then idle.
+            let idle = try RawConnection(port: port)
+            try idle.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(idle.waitForClose(within: .seconds(15)))
+            #expect(idle.received.hasPrefix("HTTP/1.1 200"))
+        }
+    }
+}
+
+/// A plain TCP connection for tests that misbehave the way HTTP clients must not.
+final class RawConnection {
+    let descriptor: Int32
+    private(set) var received = ""
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TestFailure("cannot connect to 127.0.0.1:\(port)") }
+    }
+
+    deinit { close(descriptor) }
+
+    func send(_ text: String) throws {
+        let sent = text.withCString { Glibc.send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        guard sent == text.utf8.count else { throw TestFailure("send failed") }
+    }
+
+    /// True when the peer closed the connection (read returned 0 or an error) before `within` passed.
+    func waitForClose(within: Duration) -> Bool {
+        let deadline = ContinuousClock.now + within
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return true }
+            received += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+        return false
     }
 }

@@ -54,7 +54,9 @@ struct APNsVerdictTests {
         #expect(parts[1].contains("=") == false)
         let signature = try #require(Data(base64URL: parts[2]))
         #expect(signature.count == 64)
-        #expect(key.publicKey.isValidSignature(try P256.Signing.ECDSASignature(rawRepresentation: signature), for: Data((parts[0] + "." + parts[1]).utf8)))
+        #expect(
+            key.publicKey.isValidSignature(try P256.Signing.ECDSASignature(rawRepresentation: signature), for: Data((parts[0] + "." + parts[1]).utf8))
+        )
     }
 
     @Test("one token is reused for 50 minutes; a refusal renews it only when it is 20 minutes old")
@@ -80,7 +82,8 @@ struct APNsVerdictTests {
         let apple = APNsChannel(settings: .init(url: nil, caFile: nil, timeout: .seconds(5)), token: token, logger: quietLogger())
         #expect(apple.baseURL(.sandbox) == "https://api.sandbox.push.apple.com")
         #expect(apple.baseURL(.production) == "https://api.push.apple.com")
-        let relay = APNsChannel(settings: .init(url: "https://relay.example/", caFile: nil, timeout: .seconds(5)), token: token, logger: quietLogger())
+        let relay = APNsChannel(
+            settings: .init(url: "https://relay.example/", caFile: nil, timeout: .seconds(5)), token: token, logger: quietLogger())
         #expect(relay.baseURL(.sandbox) == "https://relay.example")
         #expect(relay.baseURL(.production) == "https://relay.example")
     }
@@ -219,7 +222,8 @@ struct APNsChannelTests {
     func untrusted() async throws {
         let fixture = try await Fixture()
         defer { Task { await fixture.apns.stop() } }
-        let channel = APNsChannel(settings: .init(url: fixture.apns.url, caFile: nil, timeout: .seconds(10)), token: fixture.token, logger: quietLogger())
+        let channel = APNsChannel(
+            settings: .init(url: fixture.apns.url, caFile: nil, timeout: .seconds(10)), token: fixture.token, logger: quietLogger())
         let message = PushMessage(deviceToken: Self.device, environment: .sandbox, topic: Self.bundle, payload: ["receipt": "r"])
         let result = await channel.send(message, secret: "s", jobID: UUID(), expiresAt: Date().addingTimeInterval(60), now: Date())
         if case .sent = result.outcome { Issue.record("sent through an untrusted certificate") }

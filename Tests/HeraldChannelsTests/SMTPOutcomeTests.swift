@@ -31,8 +31,14 @@ struct SMTPOutcomeTests {
                 continue
             }
         }
-        guard case .retryable = SMTPChannel.outcome(Self.reply(7, 0)) else { Issue.record("connect failure not retryable"); return }
-        guard case .retryable = SMTPChannel.outcome(Self.reply(56, 250, ["250 HELP"])) else { Issue.record("lost before DATA not retryable"); return }
+        guard case .retryable = SMTPChannel.outcome(Self.reply(7, 0)) else {
+            Issue.record("connect failure not retryable")
+            return
+        }
+        guard case .retryable = SMTPChannel.outcome(Self.reply(56, 250, ["250 HELP"])) else {
+            Issue.record("lost before DATA not retryable")
+            return
+        }
     }
 
     @Test("STARTTLS refused with requireTLS is permanent; reply lines quoting the link are withheld")

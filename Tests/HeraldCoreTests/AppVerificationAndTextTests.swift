@@ -95,7 +95,8 @@ struct SMSTextTests {
 struct AppCredentialTests {
     @Test("fields pick the credential; half a pair is invalid; NO_RECAPTCHA counts as none")
     func parsing() {
-        #expect(AppCredential.from(iosReceipt: "r", iosSecret: "s", recaptchaToken: nil, captchaResponse: nil) == .iosReceipt(receipt: "r", secret: "s"))
+        #expect(
+            AppCredential.from(iosReceipt: "r", iosSecret: "s", recaptchaToken: nil, captchaResponse: nil) == .iosReceipt(receipt: "r", secret: "s"))
         #expect(AppCredential.from(iosReceipt: "r", iosSecret: nil, recaptchaToken: "t", captchaResponse: nil) == nil)
         #expect(AppCredential.from(iosReceipt: nil, iosSecret: "s", recaptchaToken: nil, captchaResponse: nil) == nil)
         #expect(AppCredential.from(iosReceipt: nil, iosSecret: nil, recaptchaToken: "t", captchaResponse: nil) == .captcha(token: "t"))
@@ -118,7 +119,8 @@ struct AppCredentialTests {
         #expect(AppVerificationCheck.receiptIsValid(receipt, secret: "secret", projectID: "q", bundleID: nil, now: later, ttl: hour) == false)
         #expect(AppVerificationCheck.receiptIsValid(receipt, secret: "secret", projectID: "p", bundleID: "com.other", now: later, ttl: hour) == false)
         #expect(
-            AppVerificationCheck.receiptIsValid(receipt, secret: "secret", projectID: "p", bundleID: nil, now: issued.addingTimeInterval(3600), ttl: hour)
+            AppVerificationCheck.receiptIsValid(
+                receipt, secret: "secret", projectID: "p", bundleID: nil, now: issued.addingTimeInterval(3600), ttl: hour)
                 == false)
         #expect(AppVerificationCheck.receiptIsValid(nil, secret: "secret", projectID: "p", bundleID: nil, now: later, ttl: hour) == false)
     }

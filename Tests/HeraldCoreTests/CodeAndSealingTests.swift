@@ -54,7 +54,9 @@ struct CodeAndSealingTests {
         // Re-addressed to another number: it does not open.
         #expect(throws: Sealer.OpenError.invalid) { try sealer.open(sealed, jobID: job, destination: "+15555550199") }
         #expect(throws: Sealer.OpenError.invalid) { try sealer.open(sealed, jobID: UUID(), destination: "+15555550100") }
-        #expect(throws: Sealer.OpenError.invalid) { try Sealer(key: HeraldKeys(master: Data(count: 32)).sealing).open(sealed, jobID: job, destination: "+15555550100") }
+        #expect(throws: Sealer.OpenError.invalid) {
+            try Sealer(key: HeraldKeys(master: Data(count: 32)).sealing).open(sealed, jobID: job, destination: "+15555550100")
+        }
         #expect(throws: Sealer.OpenError.invalid) { try sealer.open("not base64!", jobID: job, destination: "+15555550100") }
         var tampered = Data(base64Encoded: sealed)!
         tampered[tampered.count - 1] ^= 1

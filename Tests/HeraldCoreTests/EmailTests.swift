@@ -9,8 +9,10 @@ struct EmailTests {
     func addresses() {
         #expect(EmailAddress(" Alice@Example.COM ")?.value == "alice@example.com")
         #expect(EmailAddress("a.b+tag@sub.example.co.uk") != nil)
-        for bad in ["", "plain", "@example.com", "a@", "a@localhost", "a@b..com", "a b@example.com", "a@example.com\r\nBcc: x@y.z",
-                    "<a@example.com>", "a,b@example.com", "ä@example.com"] {
+        for bad in [
+            "", "plain", "@example.com", "a@", "a@localhost", "a@b..com", "a b@example.com", "a@example.com\r\nBcc: x@y.z",
+            "<a@example.com>", "a,b@example.com", "ä@example.com",
+        ] {
             #expect(EmailAddress(bad) == nil, "\(bad)")
         }
         #expect(EmailAddress("x@privaterelay.appleid.com")?.isPrivateRelay == true)
@@ -28,7 +30,9 @@ struct EmailTests {
         #expect(throws: ContinueURL.Problem.unauthorized(host: "example.com.evil.net")) {
             try ContinueURL("https://example.com.evil.net/", authorizedDomains: domains)
         }
-        #expect(throws: ContinueURL.Problem.unauthorized(host: "notexample.com")) { try ContinueURL("https://notexample.com/", authorizedDomains: domains) }
+        #expect(throws: ContinueURL.Problem.unauthorized(host: "notexample.com")) {
+            try ContinueURL("https://notexample.com/", authorizedDomains: domains)
+        }
         #expect(throws: ContinueURL.Problem.unauthorized(host: "localhost.evil.net")) {
             try ContinueURL("http://localhost.evil.net/", authorizedDomains: domains)
         }
@@ -49,14 +53,16 @@ struct EmailTests {
         ] {
             #expect(throws: ContinueURL.Problem.malformed, "\(text)") { try ContinueURL(text, authorizedDomains: domains) }
         }
-        #expect(try ContinueURL("HTTPS://App.Example.com:8443/a/\"q\"?x=<1>&y=%2f#f|g", authorizedDomains: domains).text
-            == "https://app.example.com:8443/a/%22q%22?x=%3C1%3E&y=%2F#f%7Cg")
+        #expect(
+            try ContinueURL("HTTPS://App.Example.com:8443/a/\"q\"?x=<1>&y=%2f#f|g", authorizedDomains: domains).text
+                == "https://app.example.com:8443/a/%22q%22?x=%3C1%3E&y=%2F#f%7Cg")
         #expect(try ContinueURL("https://app.example.com", authorizedDomains: domains).text == "https://app.example.com/")
         #expect(try ContinueURL("http://[::1]:9099/done", authorizedDomains: ["[::1]"]).text == "http://[::1]:9099/done")
         // App schemes only when the project lists them; their host is not a web host to authorize.
         #expect(throws: ContinueURL.Problem.malformed) { try ContinueURL("com.example.app://finish", authorizedDomains: domains) }
-        #expect(try ContinueURL("com.example.app://finish?x=1", authorizedDomains: domains, appSchemes: ["com.example.app"]).text
-            == "com.example.app://finish?x=1")
+        #expect(
+            try ContinueURL("com.example.app://finish?x=1", authorizedDomains: domains, appSchemes: ["com.example.app"]).text
+                == "com.example.app://finish?x=1")
         #expect(try ContinueURL("com.example.app:/done", authorizedDomains: domains, appSchemes: ["com.example.app"]).text == "com.example.app:/done")
         #expect(throws: ContinueURL.Problem.malformed) {
             try ContinueURL("com.example.app:////evil.com", authorizedDomains: domains, appSchemes: ["com.example.app"])
@@ -68,15 +74,20 @@ struct EmailTests {
         let link = SignInLink(
             actionURL: "https://auth.example.com/__/auth/action", apiKey: "k", oobCode: "c0de-_", continueURL: "https://app.example.com/a?b=1&c=d e",
             languageCode: "de-AT")
-        #expect(link.text == "https://auth.example.com/__/auth/action?apiKey=k&mode=signIn&oobCode=c0de-_&continueUrl=https%3A%2F%2Fapp.example.com%2Fa%3Fb%3D1%26c%3Dd%20e&lang=de-AT")
+        #expect(
+            link.text
+                == "https://auth.example.com/__/auth/action?apiKey=k&mode=signIn&oobCode=c0de-_&continueUrl=https%3A%2F%2Fapp.example.com%2Fa%3Fb%3D1%26c%3Dd%20e&lang=de-AT"
+        )
         #expect(OobCode.generate().count == 54)
         #expect(OobCode.generate() != OobCode.generate())
         #expect(OobCode.storageHash("x") != "x" && OobCode.storageHash("x").count == 64)
 
         let target = try ContinueURL("https://app.example.com/a?b=1#frag", authorizedDomains: ["example.com"])
-        let redirect = SignInLink.redirect(to: target, parameters: [
-            ("apiKey", "k"), ("mode", "signIn"), ("oobCode", "abc"), ("continueUrl", "https://app.example.com/a?b=1#frag"), ("lang", "en"),
-        ])
+        let redirect = SignInLink.redirect(
+            to: target,
+            parameters: [
+                ("apiKey", "k"), ("mode", "signIn"), ("oobCode", "abc"), ("continueUrl", "https://app.example.com/a?b=1#frag"), ("lang", "en"),
+            ])
         #expect(redirect == "https://app.example.com/a?b=1&apiKey=k&mode=signIn&oobCode=abc&lang=en#frag")
         #expect(SignInLink.redirect(to: target, parameters: [("continueUrl", "x")]) == "https://app.example.com/a?b=1#frag")
     }

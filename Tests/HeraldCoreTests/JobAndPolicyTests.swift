@@ -20,15 +20,32 @@ struct JobAndPolicyTests {
         #expect(object["idempotencyKey"] as? String == job.id.uuidString.lowercased())
     }
 
-    @Test("decoding names the field that is wrong", arguments: [
-        (#"{"project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+1","template":"verification"}"#, "id"),
-        (#"{"id":"nope","project":"p","type":"sms"}"#, "id"),
-        (#"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"fax","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z"}"#, "type"),
-        (#"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"yesterday","expiresAt":"2026-01-01T00:05:00Z"}"#, "createdAt"),
-        (#"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+15555550100","template":"poem"}"#, "template"),
-        (#"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+1 555 555 0100","template":"text"}"#, "to"),
-        ("not json", "body"),
-    ])
+    @Test(
+        "decoding names the field that is wrong",
+        arguments: [
+            (
+                #"{"project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+1","template":"verification"}"#,
+                "id"
+            ),
+            (#"{"id":"nope","project":"p","type":"sms"}"#, "id"),
+            (
+                #"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"fax","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z"}"#,
+                "type"
+            ),
+            (
+                #"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"yesterday","expiresAt":"2026-01-01T00:05:00Z"}"#,
+                "createdAt"
+            ),
+            (
+                #"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+15555550100","template":"poem"}"#,
+                "template"
+            ),
+            (
+                #"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"sms","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","to":"+1 555 555 0100","template":"text"}"#,
+                "to"
+            ),
+            ("not json", "body"),
+        ])
     func decodingErrors(body: String, field: String) {
         #expect(throws: JobCodec.DecodingError.self) { try JobCodec.decode(Data(body.utf8)) }
         do {

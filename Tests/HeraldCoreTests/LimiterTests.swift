@@ -108,7 +108,8 @@ struct AdmissionRulesTests {
         // Behind our proxy: the address the proxy saw, even if the client forged earlier hops.
         #expect(ClientAddress.resolve(peer: "10.0.0.5", forwardedFor: "1.1.1.1, 203.0.113.1", trustedProxies: proxies)?.description == "203.0.113.1")
         // Two proxies of ours in a row.
-        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "203.0.113.1, 10.0.0.7", trustedProxies: proxies)?.description == "203.0.113.1")
+        #expect(
+            ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "203.0.113.1, 10.0.0.7", trustedProxies: proxies)?.description == "203.0.113.1")
         // A proxy without the header counts as the client.
         #expect(ClientAddress.resolve(peer: "10.0.0.5", forwardedFor: nil, trustedProxies: proxies)?.description == "10.0.0.5")
     }
@@ -159,10 +160,11 @@ struct AdmissionRulesTests {
             pumping: .init(enabled: false, window: .seconds(60), multiple: 10, minimumSends: 50, blockFor: .seconds(60)))
         let phone = try PhoneNumber(parsing: "+447911123456")
         let checks = LimitCheck.forSend(project: "demo", phone: phone, clientKey: "2001:db8:0:1:0:0:0:0/64", limits: limits)
-        #expect(checks.map(\.key) == [
-            "ip:demo:2001:db8:0:1:0:0:0:0/64|50/1m", "number:demo:+447911123456|5/1h", "number:demo:+447911123456|10/1d",
-            "project:demo:demo|1000/1m", "country:demo:GB|200/1h", "prefix:demo:+44791|100/1h",
-        ])
+        #expect(
+            checks.map(\.key) == [
+                "ip:demo:2001:db8:0:1:0:0:0:0/64|50/1m", "number:demo:+447911123456|5/1h", "number:demo:+447911123456|10/1d",
+                "project:demo:demo|1000/1m", "country:demo:GB|200/1h", "prefix:demo:+44791|100/1h",
+            ])
         let refusals: [HeraldError.Code] = checks.map(\.kind.refusal)
         #expect(refusals == [.tooManyAttempts, .tooManyAttempts, .tooManyAttempts, .quotaExceeded, .quotaExceeded, .quotaExceeded])
         let parts = try #require(LimitCheck.parse(checks[0].key))

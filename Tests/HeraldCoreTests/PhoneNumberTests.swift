@@ -31,8 +31,10 @@ struct PhoneNumberTests {
 
     @Test(
         "malformed numbers are INVALID_PHONE_NUMBER : Invalid format.",
-        arguments: [nil, "", "16505553434", "+", "+1-650-555-343a", "++16505553434", "+0123456789", "+999123456789",
-                    "phone", "+1 650 555 3434 ext 5", "+11505553434", "+16501553434", " +1650555 3434x"])
+        arguments: [
+            nil, "", "16505553434", "+", "+1-650-555-343a", "++16505553434", "+0123456789", "+999123456789",
+            "phone", "+1 650 555 3434 ext 5", "+11505553434", "+16501553434", " +1650555 3434x",
+        ])
     func invalidFormat(input: String?) {
         #expect(throws: PhoneNumber.ParseError.invalidFormat) { try PhoneNumber(parsing: input) }
     }

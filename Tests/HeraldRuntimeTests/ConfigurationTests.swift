@@ -67,7 +67,9 @@ struct ConfigurationTests {
         let error = problem(Self.minimal + "\n  htp: {timeout: 5s}\n")
         #expect(error?.key == "sms.htp")
         #expect(error?.problem.contains("did you mean 'sms.http'") == true)
-        #expect(problem("projects:\n  - id: p1\n    apiKeys: [k]\n    phone: {codeTTl: 5m}\nsms: {provider: console}\ndevMode: true")?.key == "projects[0].phone.codeTTl")
+        #expect(
+            problem("projects:\n  - id: p1\n    apiKeys: [k]\n    phone: {codeTTl: 5m}\nsms: {provider: console}\ndevMode: true")?.key
+                == "projects[0].phone.codeTTl")
         #expect(problem(Self.minimal + "\nbogus: 1\n")?.key == "bogus")
     }
 
@@ -108,16 +110,23 @@ struct ConfigurationTests {
         #expect(problem("projects: []")?.key == "projects")
         #expect(problem("projects:\n  - id: Bad_ID\n    apiKeys: [k]")?.key == "projects[0].id")
         #expect(problem("projects:\n  - id: p\n    apiKeys: []")?.key == "projects[0].apiKeys")
-        #expect(problem("projects:\n  - {id: a, apiKeys: [k]}\n  - {id: b, apiKeys: [k]}\nsms: {http: {url: \"http://x\"}}")?.key == "projects[1].apiKeys")
+        #expect(
+            problem("projects:\n  - {id: a, apiKeys: [k]}\n  - {id: b, apiKeys: [k]}\nsms: {http: {url: \"http://x\"}}")?.key == "projects[1].apiKeys"
+        )
         #expect(problem("projects:\n  - {id: a, apiKeys: [k]}\n  - {id: a, apiKeys: [j]}\nsms: {http: {url: \"http://x\"}}")?.key == "projects[1].id")
-        let badNumber = problem("projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"12345\": \"123456\"}}\nsms: {http: {url: \"http://x\"}}")
+        let badNumber = problem(
+            "projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"12345\": \"123456\"}}\nsms: {http: {url: \"http://x\"}}")
         #expect(badNumber?.key == "projects[0].phone.testNumbers.12345")
-        let badCode = problem("projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"+16505553434\": \"12\"}}\nsms: {http: {url: \"http://x\"}}")
+        let badCode = problem(
+            "projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"+16505553434\": \"12\"}}\nsms: {http: {url: \"http://x\"}}")
         #expect(badCode?.problem.contains("exactly 6 digits") == true)
         let eleven = (0..<11).map { "\"+1650555\(3400 + $0)\": \"123456\"" }.joined(separator: ", ")
-        #expect(problem("projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\(eleven)}}\nsms: {http: {url: \"http://x\"}}")?.key == "projects[0].phone.testNumbers")
+        #expect(
+            problem("projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\(eleven)}}\nsms: {http: {url: \"http://x\"}}")?.key
+                == "projects[0].phone.testNumbers")
         // Quoted and unquoted codes are both strings: a leading zero survives.
-        let leadingZero = try? ConfigurationLoader.parse(yaml: "projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"+16505553434\": 012345}}\nsms: {http: {url: \"http://x\"}}")
+        let leadingZero = try? ConfigurationLoader.parse(
+            yaml: "projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbers: {\"+16505553434\": 012345}}\nsms: {http: {url: \"http://x\"}}")
         #expect(leadingZero?.projects[0].phone.testNumbers["+16505553434"] == "012345")
     }
 
@@ -184,6 +193,44 @@ struct ConfigurationTests {
         #expect(configuration.ignoredEnvironment == injected.keys.sorted())
         // A number in HERALD_HTTP_PORT is the key again.
         #expect(try ConfigurationLoader.parse(yaml: Self.minimal, environment: ["HERALD_HTTP_PORT": "9200"]).http.port == 9200)
+    }
+
+    @Test("safe defaults: enumeration protection on, metrics on loopback port 9100, a 30 s idle timeout, lookup and password throttles")
+    func safeDefaults() throws {
+        let configuration = try ConfigurationLoader.parse(yaml: Self.minimal)
+        #expect(configuration.projects[0].emailLink.enumerationProtection)
+        #expect(configuration.http.metricsHost == "127.0.0.1")
+        #expect(configuration.http.metricsPort == 9100)
+        #expect(configuration.http.idleTimeout == .seconds(30))
+        #expect(configuration.limits.lookupsPerIP == [RatePolicy.parse("30/1m")!, RatePolicy.parse("300/1h")!])
+        #expect(configuration.limits.passwordChangesPerUser == [RatePolicy.parse("5/1h")!])
+    }
+
+    @Test("unsafe settings are refused: the emulator admin token or a short one without devMode, devMode off loopback, smuggled headers, odd URLs")
+    func unsafeSettings() throws {
+        let owner = problem(Self.minimal + "\nadmin: {tokens: [owner]}")
+        #expect(owner?.key == "admin.tokens[0]")
+        #expect(owner?.problem.contains("devMode") == true)
+        #expect(problem(Self.minimal + "\nadmin: {tokens: [\"0123456789abcdef0123456789abcde\"]}")?.key == "admin.tokens[0]")
+        #expect(problem(Self.minimal + "\nadmin: {tokens: [\"0123456789abcdef0123456789abcdef\"]}") == nil)
+        // devMode: the emulator token is fine, a public listener is not.
+        #expect(problem(Self.minimal + "\ndevMode: true\nadmin: {tokens: [owner]}") == nil)
+        #expect(problem(Self.minimal + "\ndevMode: true\nhttp: {host: 0.0.0.0}")?.key == "devMode")
+        #expect(problem(Self.minimal + "\ndevMode: true\nhttp: {host: \"::1\"}") == nil)
+        let crlf = Self.minimal.replacingOccurrences(
+            of: #"http: {url: "http://127.0.0.1:1/sms"}"#, with: #"http: {url: "http://127.0.0.1:1/sms", headers: {X-Key: "a\r\nX-Evil: 1"}}"#)
+        #expect(problem(crlf)?.key == "sms.http.headers.X-Key")
+        let badName = Self.minimal.replacingOccurrences(
+            of: #"http: {url: "http://127.0.0.1:1/sms"}"#, with: #"http: {url: "http://127.0.0.1:1/sms", headers: {"X Key": "a"}}"#)
+        #expect(problem(badName)?.key == "sms.http.headers.X Key")
+        let fileURL = Self.minimal.replacingOccurrences(of: #"http: {url: "http://127.0.0.1:1/sms"}"#, with: #"http: {url: "file:///etc/passwd"}"#)
+        #expect(problem(fileURL)?.key == "sms.http.url")
+        func project(_ extra: String) -> String {
+            Self.minimal.replacingOccurrences(of: "apiKeys: [k1]", with: "apiKeys: [k1]\n    \(extra)")
+        }
+        #expect(problem(project(#"emailLink: {actionUrl: "javascript:alert(1)"}"#))?.key == "projects[0].emailLink.actionUrl")
+        #expect(problem(project("emailLink: {appSchemes: [javascript]}"))?.key == "projects[0].emailLink.appSchemes[0]")
+        #expect(problem(project("emailLink: {appSchemes: [com.example.app]}")) == nil)
     }
 
     @Test("generated secrets are created once and then reused")

@@ -23,6 +23,20 @@ struct StoreConformanceTests {
             expiresAt: now.addingTimeInterval(expiresIn), maxAttempts: max, jobID: UUID())
     }
 
+    @Test("the store's directory is created 0700 and its files (database, -wal, -shm) 0600")
+    func filePermissions() async throws {
+        let nested = directory + "/state"
+        let store = try SQLiteStore(path: nested + "/herald.sqlite")
+        try await store.insertSession(session())
+        func mode(_ path: String) throws -> Int {
+            try #require((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue)
+        }
+        #expect(try mode(nested) == 0o700)
+        for suffix in ["", "-wal", "-shm"] {
+            #expect(try mode(nested + "/herald.sqlite" + suffix) == 0o600, "herald.sqlite\(suffix)")
+        }
+    }
+
     @Test("a session spends exactly maxAttempts reservations, then reports none left")
     func reservations() async throws {
         let store = try SQLiteStore(path: path)
@@ -107,7 +121,8 @@ struct StoreConformanceTests {
     @Test("refresh tokens are found by hash")
     func refreshTokens() async throws {
         let store = try SQLiteStore(path: path)
-        let record = RefreshTokenRecord(tokenHash: "h1", projectID: "p", localID: "u", provider: "phone", createdAt: Date(timeIntervalSince1970: 1000))
+        let record = RefreshTokenRecord(
+            tokenHash: "h1", projectID: "p", localID: "u", provider: "phone", createdAt: Date(timeIntervalSince1970: 1000))
         try await store.insertRefreshToken(record)
         #expect(try await store.refreshToken(hash: "h1") == record)
         #expect(try await store.refreshToken(hash: "h2") == nil)
@@ -119,13 +134,21 @@ struct StoreConformanceTests {
         let job = UUID()
         try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
         #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .claimed(attempt: 1))
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
+                == .claimed(attempt: 1))
         // Redelivered while w1 never recorded an outcome: in doubt, not sent again.
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false) == .inDoubt(owner: "w1"))
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false)
+                == .inDoubt(owner: "w1"))
         try await store.recordDelivery(jobID: job, status: .retrying, reason: "503", now: Date())
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false) == .claimed(attempt: 2))
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false)
+                == .claimed(attempt: 2))
         try await store.recordDelivery(jobID: job, status: .sent, reason: nil, now: Date())
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w3", now: Date(), reclaimInDoubt: false) == .finished(.sent))
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w3", now: Date(), reclaimInDoubt: false)
+                == .finished(.sent))
         let status = try #require(try await store.deliveryStatus(jobID: job))
         #expect(status.status == .sent)
         #expect(status.attempts == 2)
@@ -135,14 +158,25 @@ struct StoreConformanceTests {
     func unknownMismatchAndReclaim() async throws {
         let store = try SQLiteStore(path: path)
         let job = UUID()
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .unknown)
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
+                == .unknown)
         #expect(try await store.deliveryStatus(jobID: job) == nil)
         try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+2", owner: "w1", now: Date(), reclaimInDoubt: false) == .mismatch(field: "to"))
-        #expect(try await store.claimDelivery(jobID: job, projectID: "q", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .mismatch(field: "project"))
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .email, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .mismatch(field: "type"))
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+2", owner: "w1", now: Date(), reclaimInDoubt: false)
+                == .mismatch(field: "to"))
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "q", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
+                == .mismatch(field: "project"))
+        #expect(
+            try await store.claimDelivery(
+                jobID: job, projectID: "p", type: .email, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
+                == .mismatch(field: "type"))
         #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
-        #expect(try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false) == .claimed(attempt: 1))
+        #expect(
+            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
+                == .claimed(attempt: 1))
         #expect(
             try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: true)
                 == .claimed(attempt: 2))

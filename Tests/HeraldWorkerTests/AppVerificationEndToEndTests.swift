@@ -110,7 +110,8 @@ struct AppVerificationEndToEndTests {
             try await stack.startAPI()
             try await stack.startPushWorker()
             fixture.apns.script([.init(status: 410, reason: "Unregistered", timestamp: 1_790_000_000_000)])
-            let first = try await stack.client.post(v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundleHeader])
+            let first = try await stack.client.post(
+                v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundleHeader])
             #expect(first.status == 200)
             try await waitForPushes(fixture, 1, stack)
             let store = try stack.store
@@ -119,7 +120,8 @@ struct AppVerificationEndToEndTests {
             let jobID = try #require(fixture.apns.received.first?.headers["apns-id"].flatMap(UUID.init(uuidString:)))
             #expect(await eventually { (try? await store.deliveryStatus(jobID: jobID))??.status == .failed })
 
-            let again = try await stack.client.post(v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundleHeader])
+            let again = try await stack.client.post(
+                v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundleHeader])
             #expect(again.errorMessage == "INVALID_APP_CREDENTIAL")
             try await Task.sleep(for: .seconds(1))
             #expect(fixture.apns.received.count == 1, "no resend to a dead token")
@@ -134,7 +136,8 @@ struct AppVerificationEndToEndTests {
             try await stack.startAPI()
             try await stack.startPushWorker()
             fixture.apns.script([.init(status: 503, reason: "ServiceUnavailable"), .init(status: 429, reason: "TooManyRequests")])
-            let verify = try await stack.client.post(v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundleHeader])
+            let verify = try await stack.client.post(
+                v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundleHeader])
             #expect(verify.status == 200)
             try await waitForPushes(fixture, 3, stack)
             let pushes = fixture.apns.received
@@ -187,7 +190,9 @@ struct AppVerificationEndToEndTests {
                 let lines = text.components(separatedBy: "\n")
                 #expect(lines.last == "FA+9qCX9VSu", "the SMS Retriever hash ends the message")
                 let locale = item.header ?? item.languageCode
-                let expected = try #require(templates.template("verification", locale: locale)).template.render(["code": code, "app": "Herald Test", "minutes": "5"])
+                let expected = try #require(templates.template("verification", locale: locale)).template.render([
+                    "code": code, "app": "Herald Test", "minutes": "5",
+                ])
                 #expect(lines.first == expected)
                 if item.start.isEmpty == false { #expect(lines.first?.hasSuffix(item.start) == true, "\(text)") }
                 let jobID = try #require(sms.reference.flatMap(UUID.init(uuidString:)))
@@ -197,7 +202,9 @@ struct AppVerificationEndToEndTests {
                 #expect(recorded.segments == SMSSegments(text).segments)
             }
             let metrics = String(decoding: try await HeraldClient(port: metricsPort).get("/metrics").body, as: UTF8.self)
-            #expect(metrics.contains(#"herald_sms_segments_total{country="US",encoding="GSM-7"} 3"#), "\(metrics.split(separator: "\n").filter { $0.contains("segments") })")
+            #expect(
+                metrics.contains(#"herald_sms_segments_total{country="US",encoding="GSM-7"} 3"#),
+                "\(metrics.split(separator: "\n").filter { $0.contains("segments") })")
             #expect(metrics.contains(#"herald_sms_segments_total{country="US",encoding="UCS-2"} 2"#))
         }
     }

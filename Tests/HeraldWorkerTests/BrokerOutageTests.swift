@@ -39,7 +39,8 @@ struct BrokerOutageTests {
         func run(_ command: String) async throws {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let log = directory + "/broker-script.log"
-            let line = "AMQP_PORT=\(port) AMQP_DIST_PORT=\(distributionPort) HERALD_STATE_DIR='\(directory)' '\(Self.script)' \(command) >> '\(log)' 2>&1"
+            let line =
+                "AMQP_PORT=\(port) AMQP_DIST_PORT=\(distributionPort) HERALD_STATE_DIR='\(directory)' '\(Self.script)' \(command) >> '\(log)' 2>&1"
             // system() waits for its own child; Foundation's Process lost track of this script's exit
             // (it leaves a daemonized broker behind) on Linux.
             let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
@@ -68,31 +69,31 @@ struct BrokerOutageTests {
 
     func outageScenario(_ broker: PrivateBroker) async throws {
         try await StackHarness.run(brokerURL: broker.url) { stack in
-        try await stack.startAPI()
-        // No worker yet: the confirmed job waits in the queue through the restart.
-        let session = try await stack.sendCode(to: "+15555550199")
-        try await broker.run("stop-app")
-        let down = try await stack.client.post(
-            "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550198"])
-        #expect(down.status == 503)
-        #expect(down.errorMessage?.hasPrefix("UNAVAILABLE") == true)
-        #expect(try await stack.client.get("/healthz").status == 200)
-        #expect(try await stack.client.get("/readyz").status == 503)
-        try await broker.run("start-app")
-        #expect(await eventually(timeout: .seconds(30)) { (try? await stack.client.get("/readyz"))?.status == 200 })
-        #expect(stack.api?.isRunning == true)
-        try await stack.startWorker()
-        try await stack.waitForGateway(1, timeout: .seconds(30))
-        let sms = try #require(stack.gateway.received.first)
-        #expect(sms.to == "+15555550199")
-        let signedIn = try await stack.client.post(
-            "/v1/accounts:signInWithPhoneNumber", apiKey: TestConfiguration.apiKey,
-            json: ["sessionInfo": session, "code": try #require(StackHarness.code(in: sms.text))])
-        #expect(signedIn.status == 200)
-        // And the pipeline works again for new sends.
-        _ = try await stack.sendCode(to: "+15555550197")
-        try await stack.waitForGateway(2, timeout: .seconds(30))
-        #expect(stack.gateway.received.map(\.to) == ["+15555550199", "+15555550197"])
+            try await stack.startAPI()
+            // No worker yet: the confirmed job waits in the queue through the restart.
+            let session = try await stack.sendCode(to: "+15555550199")
+            try await broker.run("stop-app")
+            let down = try await stack.client.post(
+                "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550198"])
+            #expect(down.status == 503)
+            #expect(down.errorMessage?.hasPrefix("UNAVAILABLE") == true)
+            #expect(try await stack.client.get("/healthz").status == 200)
+            #expect(try await stack.client.get("/readyz").status == 503)
+            try await broker.run("start-app")
+            #expect(await eventually(timeout: .seconds(30)) { (try? await stack.client.get("/readyz"))?.status == 200 })
+            #expect(stack.api?.isRunning == true)
+            try await stack.startWorker()
+            try await stack.waitForGateway(1, timeout: .seconds(30))
+            let sms = try #require(stack.gateway.received.first)
+            #expect(sms.to == "+15555550199")
+            let signedIn = try await stack.client.post(
+                "/v1/accounts:signInWithPhoneNumber", apiKey: TestConfiguration.apiKey,
+                json: ["sessionInfo": session, "code": try #require(StackHarness.code(in: sms.text))])
+            #expect(signedIn.status == 200)
+            // And the pipeline works again for new sends.
+            _ = try await stack.sendCode(to: "+15555550197")
+            try await stack.waitForGateway(2, timeout: .seconds(30))
+            #expect(stack.gateway.received.map(\.to) == ["+15555550199", "+15555550197"])
         }
     }
 }

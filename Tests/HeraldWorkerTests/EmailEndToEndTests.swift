@@ -14,7 +14,10 @@ struct EmailEndToEndTests {
     static func sendLink(_ stack: StackHarness, to email: String, locale: String? = nil) async throws {
         let answer = try await stack.client.post(
             v1 + "sendOobCode", apiKey: TestConfiguration.apiKey,
-            json: ["requestType": "EMAIL_SIGNIN", "email": email, "continueUrl": "https://app.example.com/finish?next=%2Fhome", "canHandleCodeInApp": true],
+            json: [
+                "requestType": "EMAIL_SIGNIN", "email": email, "continueUrl": "https://app.example.com/finish?next=%2Fhome",
+                "canHandleCodeInApp": true,
+            ],
             headers: locale.map { [("X-Firebase-Locale", $0)] } ?? [])
         guard answer.status == 200 else { throw TestFailure("sendOobCode: \(answer.status) \(answer.errorMessage ?? "")") }
     }
@@ -124,7 +127,10 @@ struct EmailEndToEndTests {
 
             try await Self.sendLink(stack, to: "nobody@example.com")
             let dead = try await Self.deadLetter(stack)
-            guard case .string(let reason) = dead.headers["x-herald-reason"] else { Issue.record("no reason header"); return }
+            guard case .string(let reason) = dead.headers["x-herald-reason"] else {
+                Issue.record("no reason header")
+                return
+            }
             #expect(reason.contains("550 5.1.1 No such user here"))
             // Nothing more arrives: no resend of the first, no retry of the refused one.
             try await Task.sleep(for: .seconds(2))
@@ -140,7 +146,8 @@ struct EmailEndToEndTests {
             defer { sink.stop() }
             try await StackHarness.run(configure: {
                 $0.smtpURL = sink.url
-                $0.smtpExtra = "requireTLS: \(security == .startTLS), caFile: \"\(TestTLS.shared.caFile)\", username: herald, password: \"s3cret-pass\""
+                $0.smtpExtra =
+                    "requireTLS: \(security == .startTLS), caFile: \"\(TestTLS.shared.caFile)\", username: herald, password: \"s3cret-pass\""
             }) { stack in
                 try await stack.startAPI()
                 try await stack.startEmailWorker()
@@ -174,7 +181,10 @@ struct EmailEndToEndTests {
             try await stack.startEmailWorker()
             try await Self.sendLink(stack, to: "refused@example.com")
             let dead = try await Self.deadLetter(stack)
-            guard case .string(let recorded) = dead.headers["x-herald-reason"] else { Issue.record("no reason"); return }
+            guard case .string(let recorded) = dead.headers["x-herald-reason"] else {
+                Issue.record("no reason")
+                return
+            }
             #expect(recorded.hasPrefix(reason))
             #expect(sink.attempts == 0)
         }
@@ -190,17 +200,22 @@ struct EmailEndToEndTests {
             let sealer = Sealer(key: stack.keys.sealing)
             func job(_ id: UUID, expiresIn seconds: TimeInterval) -> Job {
                 Job(
-                    id: id, project: TestConfiguration.projectID, createdAt: Date().addingTimeInterval(-10), expiresAt: Date().addingTimeInterval(seconds),
+                    id: id, project: TestConfiguration.projectID, createdAt: Date().addingTimeInterval(-10),
+                    expiresAt: Date().addingTimeInterval(seconds),
                     payload: .email(
                         EmailMessage(
                             to: "twice@example.com", template: .signInLink,
-                            params: ["linkSealed": sealer.seal("https://auth.example.com/__/auth/action?mode=signIn&oobCode=x", jobID: id, destination: "twice@example.com")])))
+                            params: [
+                                "linkSealed": sealer.seal(
+                                    "https://auth.example.com/__/auth/action?mode=signIn&oobCode=x", jobID: id, destination: "twice@example.com")
+                            ])))
             }
             let store = try stack.store
             let once = UUID()
             let late = UUID()
             for id in [once, late] {
-                try await store.recordPending(jobID: id, projectID: TestConfiguration.projectID, type: .email, destination: "twice@example.com", now: Date())
+                try await store.recordPending(
+                    jobID: id, projectID: TestConfiguration.projectID, type: .email, destination: "twice@example.com", now: Date())
             }
             let jobs = AMQPJobPublisher(connection: publisher, topology: stack.topology, keys: stack.keys)
             try await jobs.publish(job(once, expiresIn: 3600), traceparent: .random())

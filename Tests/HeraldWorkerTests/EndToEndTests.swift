@@ -38,7 +38,8 @@ struct EndToEndTests {
             // Legacy paths, same results.
             let legacySession = try await stack.client.post(
                 "/www.googleapis.com/identitytoolkit/v3/relyingparty/sendVerificationCode", apiKey: TestConfiguration.apiKey,
-                json: ["phoneNumber": "+15555550100"]).string("sessionInfo")
+                json: ["phoneNumber": "+15555550100"]
+            ).string("sessionInfo")
             try await stack.waitForGateway(2)
             let legacyCode = try #require(StackHarness.code(in: stack.gateway.received[1].text))
             let legacySignIn = try await stack.client.post(
@@ -75,7 +76,8 @@ struct EndToEndTests {
             try await stack.waitForGateway(1)
             // The worker counts the send once it has recorded the gateway's answer, just after the gateway saw it.
             let sentLine = #"herald_worker_jobs_total{type="sms",outcome="sent"} 1"#
-            #expect(await eventually { (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self).contains(sentLine) } == true })
+            #expect(
+                await eventually { (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self).contains(sentLine) } == true })
             let metrics = String(decoding: try await probe.get("/metrics").body, as: UTF8.self)
             #expect(metrics.contains("herald_worker_enqueue_to_sent_seconds_bucket"))
         }

@@ -82,14 +82,20 @@ struct FaultTests {
             try await Task.sleep(for: .seconds(1.5))
             #expect(stack.gateway.received.count == 1)
             let dead = try #require(try await TestBroker.drain(deadQueue, using: stack.admin).first)
-            guard case .string(let reason) = dead.headers["x-herald-reason"] else { Issue.record("no reason header"); return }
+            guard case .string(let reason) = dead.headers["x-herald-reason"] else {
+                Issue.record("no reason header")
+                return
+            }
             #expect(reason.hasPrefix("gateway answered HTTP 400"))
             #expect(reason.contains("5555550100") == false, "digits from the gateway's body are masked")
             let job = try JobCodec.decode(dead.body)
             #expect(dead.messageID == job.id.uuidString.lowercased())
             let status = try await stack.store.deliveryStatus(jobID: job.id)
             #expect(status?.status == .failed)
-            guard case .sms(let message) = job.payload else { Issue.record("not sms"); return }
+            guard case .sms(let message) = job.payload else {
+                Issue.record("not sms")
+                return
+            }
             let sealed = try #require(message.params["codeSealed"])
             let code = try #require(StackHarness.code(in: stack.gateway.received[0].text))
             let leaks = linesLeaking([sealed, code], in: stack.allOutput)
@@ -107,7 +113,10 @@ struct FaultTests {
             let expired = Job(
                 id: id, project: TestConfiguration.projectID, createdAt: Date().addingTimeInterval(-400),
                 expiresAt: Date().addingTimeInterval(-100),
-                payload: .sms(SMSMessage(to: "+15555550100", template: .verification, params: ["codeSealed": sealer.seal("123456", jobID: id, destination: "+15555550100")])))
+                payload: .sms(
+                    SMSMessage(
+                        to: "+15555550100", template: .verification,
+                        params: ["codeSealed": sealer.seal("123456", jobID: id, destination: "+15555550100")])))
             let store = try stack.store
             // As the API does: the job is in the ledger before it is published.
             try await store.recordPending(jobID: id, projectID: TestConfiguration.projectID, type: .sms, destination: "+15555550100", now: Date())

@@ -25,7 +25,8 @@ struct JobAuthenticationTests {
                 var headers: [String: AMQPHeaderValue] = ["x-herald-schema": .int(1)]
                 headers[JobSignature.header] = signature
                 try await stack.admin.publish(
-                    AMQPOutgoingMessage(exchange: stack.topology.exchange, routingKey: "sms", body: body, messageID: messageID, type: "sms", headers: headers))
+                    AMQPOutgoingMessage(
+                        exchange: stack.topology.exchange, routingKey: "sms", body: body, messageID: messageID, type: "sms", headers: headers))
             }
             // 1. A raw text to any number, for a project that does not exist, unsigned.
             let forged = Job(
@@ -46,7 +47,8 @@ struct JobAuthenticationTests {
             moved.id = UUID()
             let movedBody = JobCodec.encode(moved)
             try await stack.store.recordPending(jobID: moved.id, projectID: job.project, type: .sms, destination: "+15555550177", now: Date())
-            try await publish(movedBody, messageID: moved.id.uuidString.lowercased(), signature: .string(JobSignature.sign(movedBody, key: stack.keys.jobSigning)))
+            try await publish(
+                movedBody, messageID: moved.id.uuidString.lowercased(), signature: .string(JobSignature.sign(movedBody, key: stack.keys.jobSigning)))
             // 5. The genuine job, as the API published it.
             try await stack.admin.publish(
                 AMQPOutgoingMessage(
@@ -63,7 +65,9 @@ struct JobAuthenticationTests {
             for delivery in dead {
                 if case .string(let reason) = delivery.headers["x-herald-reason"] { reasons[delivery.messageID ?? ""] = reason }
             }
-            #expect(reasons[forged.id.uuidString.lowercased()] == "unauthenticated: no x-herald-signature (workers send only jobs herald-api signed)", "\(reasons)")
+            #expect(
+                reasons[forged.id.uuidString.lowercased()] == "unauthenticated: no x-herald-signature (workers send only jobs herald-api signed)",
+                "\(reasons)")
             #expect(reasons["readdressed"] == "unauthenticated: an invalid x-herald-signature (workers send only jobs herald-api signed)")
             #expect(reasons["readdressed-signed"] == "unauthenticated: the ledger's to differs from the job's")
             #expect(reasons[moved.id.uuidString.lowercased()]?.contains("params.codeSealed does not open") == true)

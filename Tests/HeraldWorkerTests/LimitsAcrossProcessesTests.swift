@@ -12,29 +12,30 @@ struct LimitsAcrossProcessesTests {
         try await StackHarness.run(configure: {
             $0.limits = #"{perNumber: ["3/10m"], perIP: [], perProject: [], pumping: {enabled: false}}"#
         }) { stack in
-        try await stack.startAPI()
-        let secondPort = freePort()
-        let second = try HeraldProcess(
-            "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
-            environment: ["HERALD_HTTP_PORT": String(secondPort), "HERALD_HTTP_METRICS_PORT": String(freePort())])
-        stack.stoppedProcesses.append(second)
-        let secondClient = HeraldClient(port: secondPort)
-        #expect(await eventually(timeout: .seconds(20)) { (try? await secondClient.get("/readyz"))?.status == 200 })
-        let answers = try await withThrowingTaskGroup(of: HeraldClient.Answer.self) { group in
-            for index in 0..<200 {
-                let client = index.isMultiple(of: 2) ? stack.client : secondClient
-                group.addTask {
-                    try await client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550100"])
+            try await stack.startAPI()
+            let secondPort = freePort()
+            let second = try HeraldProcess(
+                "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
+                environment: ["HERALD_HTTP_PORT": String(secondPort), "HERALD_HTTP_METRICS_PORT": String(freePort())])
+            stack.stoppedProcesses.append(second)
+            let secondClient = HeraldClient(port: secondPort)
+            #expect(await eventually(timeout: .seconds(20)) { (try? await secondClient.get("/readyz"))?.status == 200 })
+            let answers = try await withThrowingTaskGroup(of: HeraldClient.Answer.self) { group in
+                for index in 0..<200 {
+                    let client = index.isMultiple(of: 2) ? stack.client : secondClient
+                    group.addTask {
+                        try await client.post(
+                            "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+15555550100"])
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        await second.terminate()
-        #expect(answers.filter { $0.status == 200 }.count == 3)
-        let refused = answers.filter { $0.status != 200 }
-        #expect(refused.count == 197)
-        #expect(refused.allSatisfy { $0.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER" && ($0.header("retry-after").flatMap(Int.init) ?? 0) > 0 })
-        #expect(try await TestBroker.depth(stack.topology.workQueue(.sms), using: stack.admin) == 3)
+            await second.terminate()
+            #expect(answers.filter { $0.status == 200 }.count == 3)
+            let refused = answers.filter { $0.status != 200 }
+            #expect(refused.count == 197)
+            #expect(refused.allSatisfy { $0.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER" && ($0.header("retry-after").flatMap(Int.init) ?? 0) > 0 })
+            #expect(try await TestBroker.depth(stack.topology.workQueue(.sms), using: stack.admin) == 3)
         }
     }
 
@@ -44,26 +45,26 @@ struct LimitsAcrossProcessesTests {
             $0.providerRate = "20/1s burst 5"
             $0.concurrency = 16
         }) { stack in
-        try await stack.startAPI()
-        try await stack.startWorker()
-        try await stack.startWorker()
-        for index in 0..<100 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 1000 + index))") }
-        try await stack.waitForGateway(100, timeout: .seconds(60))
-        try await Task.sleep(for: .seconds(1))
-        let received = stack.gateway.received
-        #expect(received.count == 100)
-        #expect(Set(received.compactMap(\.reference)).count == 100)
-        let times = received.map(\.arrivedAt.timeIntervalSince1970).sorted()
-        var busiest = 0
-        for (index, start) in times.enumerated() {
-            busiest = max(busiest, times[index...].prefix { $0 < start + 1.0 }.count)
-        }
-        // The limiter admits at most 5 + 20 in any second of its own clock; arrival at the gateway adds the
-        // send's latency, which varies, so a 1 s window of arrivals may hold the sends of a slightly longer
-        // window of decisions: allow 100 ms of jitter (2 sends at 20/s). Unshared limits would give ~45.
-        #expect(busiest <= 27, "busiest 1 s window had \(busiest) SMS")
-        // 95 beyond the burst at 20/s take at least 4.75 s.
-        #expect(times.last! - times.first! >= 4.5)
+            try await stack.startAPI()
+            try await stack.startWorker()
+            try await stack.startWorker()
+            for index in 0..<100 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 1000 + index))") }
+            try await stack.waitForGateway(100, timeout: .seconds(60))
+            try await Task.sleep(for: .seconds(1))
+            let received = stack.gateway.received
+            #expect(received.count == 100)
+            #expect(Set(received.compactMap(\.reference)).count == 100)
+            let times = received.map(\.arrivedAt.timeIntervalSince1970).sorted()
+            var busiest = 0
+            for (index, start) in times.enumerated() {
+                busiest = max(busiest, times[index...].prefix { $0 < start + 1.0 }.count)
+            }
+            // The limiter admits at most 5 + 20 in any second of its own clock; arrival at the gateway adds the
+            // send's latency, which varies, so a 1 s window of arrivals may hold the sends of a slightly longer
+            // window of decisions: allow 100 ms of jitter (2 sends at 20/s). Unshared limits would give ~45.
+            #expect(busiest <= 27, "busiest 1 s window had \(busiest) SMS")
+            // 95 beyond the burst at 20/s take at least 4.75 s.
+            #expect(times.last! - times.first! >= 4.5)
         }
     }
 
@@ -90,49 +91,50 @@ struct LimitsAcrossProcessesTests {
             $0.perNumberSpacing = "10m"
             $0.codeTTL = "1m"
         }) { stack in
-        try await stack.startAPI()
-        let worker = try await stack.startWorker()
-        _ = try await stack.sendCode(to: "+15555550100")
-        try await stack.waitForGateway(1)
-        _ = try await stack.sendCode(to: "+15555550100")
-        #expect(await eventually { worker.output.contains("throttled job would expire before its turn; dropped") })
-        try await Task.sleep(for: .seconds(1))
-        #expect(stack.gateway.received.count == 1)
-        for queue in stack.topology.queues(.sms) {
-            #expect(try await TestBroker.depth(queue, using: stack.admin) == 0, "\(queue) is not empty")
-        }
+            try await stack.startAPI()
+            let worker = try await stack.startWorker()
+            _ = try await stack.sendCode(to: "+15555550100")
+            try await stack.waitForGateway(1)
+            _ = try await stack.sendCode(to: "+15555550100")
+            #expect(await eventually { worker.output.contains("throttled job would expire before its turn; dropped") })
+            try await Task.sleep(for: .seconds(1))
+            #expect(stack.gateway.received.count == 1)
+            for queue in stack.topology.queues(.sms) {
+                #expect(try await TestBroker.depth(queue, using: stack.admin) == 0, "\(queue) is not empty")
+            }
         }
     }
 
     @Test("a pumped prefix is blocked, listed by herald-admin, and lifted; support can show and reset a number's limits")
     func prefixBlockAndSupportCommands() async throws {
         try await StackHarness.run(configure: {
-            $0.limits = #"{perNumber: ["3/1h"], perIP: [], perProject: [], prefixDigits: 6, pumping: {enabled: true, window: 10m, multiple: 10, minimumSends: 5, blockFor: 12h}}"#
+            $0.limits =
+                #"{perNumber: ["3/1h"], perIP: [], perProject: [], prefixDigits: 6, pumping: {enabled: true, window: 10m, multiple: 10, minimumSends: 5, blockFor: 12h}}"#
         }) { stack in
-        try await stack.startAPI()
-        func send(_ number: String) async throws -> HeraldClient.Answer {
-            try await stack.client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": number])
-        }
-        for index in 0..<5 { #expect(try await send("+1555555\(String(format: "%04d", 100 + index))").status == 200) }
-        let tripped = try await send("+15555550199")
-        #expect(tripped.errorMessage == "QUOTA_EXCEEDED : Exceeded quota for sending verification codes.")
-        #expect((tripped.header("retry-after").flatMap(Int.init) ?? 0) >= 43_000)
-        #expect(try await send("+15555550198").errorMessage?.hasPrefix("QUOTA_EXCEEDED") == true)
-        // Other prefixes are unaffected.
-        #expect(try await send("+15556550100").status == 200)
-        let listed = try await stack.admin(["limits", "blocks", "list"])
-        #expect(listed.contains("test-project\t+155555\tuntil"))
-        #expect(stack.api!.output.contains("possible SMS pumping"))
-        _ = try await stack.admin(["limits", "blocks", "lift", "+155555", "--project", TestConfiguration.projectID])
-        #expect(try await stack.admin(["limits", "blocks", "list"]).contains("0 active prefix block(s)"))
-        #expect(try await send("+15555550199").status == 200)
+            try await stack.startAPI()
+            func send(_ number: String) async throws -> HeraldClient.Answer {
+                try await stack.client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": number])
+            }
+            for index in 0..<5 { #expect(try await send("+1555555\(String(format: "%04d", 100 + index))").status == 200) }
+            let tripped = try await send("+15555550199")
+            #expect(tripped.errorMessage == "QUOTA_EXCEEDED : Exceeded quota for sending verification codes.")
+            #expect((tripped.header("retry-after").flatMap(Int.init) ?? 0) >= 43_000)
+            #expect(try await send("+15555550198").errorMessage?.hasPrefix("QUOTA_EXCEEDED") == true)
+            // Other prefixes are unaffected.
+            #expect(try await send("+15556550100").status == 200)
+            let listed = try await stack.admin(["limits", "blocks", "list"])
+            #expect(listed.contains("test-project\t+155555\tuntil"))
+            #expect(stack.api!.output.contains("possible SMS pumping"))
+            _ = try await stack.admin(["limits", "blocks", "lift", "+155555", "--project", TestConfiguration.projectID])
+            #expect(try await stack.admin(["limits", "blocks", "list"]).contains("0 active prefix block(s)"))
+            #expect(try await send("+15555550199").status == 200)
 
-        for _ in 0..<2 { _ = try await send("+15555550100") }
-        #expect(try await send("+15555550100").errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
-        let shown = try await stack.admin(["limits", "show", "number", "+15555550100"])
-        #expect(shown.contains("test-project\t3/1h\tremaining=0"))
-        #expect(try await stack.admin(["limits", "reset", "number", "+15555550100"]).contains("reset 1 limit key(s)"))
-        #expect(try await send("+15555550100").status == 200)
+            for _ in 0..<2 { _ = try await send("+15555550100") }
+            #expect(try await send("+15555550100").errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
+            let shown = try await stack.admin(["limits", "show", "number", "+15555550100"])
+            #expect(shown.contains("test-project\t3/1h\tremaining=0"))
+            #expect(try await stack.admin(["limits", "reset", "number", "+15555550100"]).contains("reset 1 limit key(s)"))
+            #expect(try await send("+15555550100").status == 200)
         }
     }
 

@@ -59,7 +59,8 @@ struct MFAEndToEndTests {
             #expect(codes.first?["phoneNumber"] as? String == "+15555550177")
 
             // An enrollment code is not a sign-in code.
-            let misuse = try await stack.client.post(Self.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": enrollSession, "code": enrollCode])
+            let misuse = try await stack.client.post(
+                Self.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": enrollSession, "code": enrollCode])
             #expect(misuse.errorMessage == "INVALID_SESSION_INFO")
 
             let finalized = try await stack.client.post(
@@ -94,7 +95,10 @@ struct MFAEndToEndTests {
 
             let wrong = try await stack.client.post(
                 Self.v2 + "mfaSignIn:finalize", apiKey: key,
-                json: ["mfaPendingCredential": pending, "phoneVerificationInfo": ["sessionInfo": signInSession, "code": signInCode == "000000" ? "111111" : "000000"]])
+                json: [
+                    "mfaPendingCredential": pending,
+                    "phoneVerificationInfo": ["sessionInfo": signInSession, "code": signInCode == "000000" ? "111111" : "000000"],
+                ])
             #expect(wrong.errorMessage == "INVALID_CODE")
             let done = try await stack.client.post(
                 Self.v2 + "mfaSignIn:finalize", apiKey: key,
@@ -110,7 +114,9 @@ struct MFAEndToEndTests {
             let refreshed = try await stack.client.post(
                 "/securetoken.googleapis.com/v1/token", apiKey: key,
                 json: ["grantType": "refresh_token", "refreshToken": try #require(done.string("refreshToken"))])
-            #expect((Self.claims(try #require(refreshed.string("id_token")))["firebase"] as? [String: Any])?["sign_in_second_factor"] as? String == "phone")
+            #expect(
+                (Self.claims(try #require(refreshed.string("id_token")))["firebase"] as? [String: Any])?["sign_in_second_factor"] as? String
+                    == "phone")
 
             // Withdraw: the next email sign-in gives tokens again.
             let withdrawn = try await stack.client.post(
@@ -134,17 +140,27 @@ struct MFAEndToEndTests {
             func post(_ operation: String, _ body: [String: any Sendable], key: String = TestConfiguration.apiKey) async throws -> String? {
                 try await stack.client.post(Self.v2 + operation, apiKey: key, json: body).errorMessage
             }
-            #expect(try await post("mfaSignIn:start", ["mfaEnrollmentId": "x"]) == "MISSING_MFA_PENDING_CREDENTIAL : Request does not have MFA pending credential.")
-            #expect(try await post("mfaSignIn:finalize", ["phoneVerificationInfo": ["sessionInfo": "s", "code": "1"]]) == "MISSING_CREDENTIAL : Please set MFA Pending Credential.")
-            #expect(try await post("mfaSignIn:start", ["mfaPendingCredential": "forged"]) == "MISSING_MFA_ENROLLMENT_ID : No second factor identifier is provided.")
-            #expect(try await post("mfaSignIn:start", ["mfaPendingCredential": "forged", "mfaEnrollmentId": "x"]) == "INVALID_MFA_PENDING_CREDENTIAL")
+            #expect(
+                try await post("mfaSignIn:start", ["mfaEnrollmentId": "x"])
+                    == "MISSING_MFA_PENDING_CREDENTIAL : Request does not have MFA pending credential.")
+            #expect(
+                try await post("mfaSignIn:finalize", ["phoneVerificationInfo": ["sessionInfo": "s", "code": "1"]])
+                    == "MISSING_CREDENTIAL : Please set MFA Pending Credential.")
+            #expect(
+                try await post("mfaSignIn:start", ["mfaPendingCredential": "forged"])
+                    == "MISSING_MFA_ENROLLMENT_ID : No second factor identifier is provided.")
+            #expect(
+                try await post("mfaSignIn:start", ["mfaPendingCredential": "forged", "mfaEnrollmentId": "x"]) == "INVALID_MFA_PENDING_CREDENTIAL")
             #expect(try await post("mfaSignIn:finalize", ["mfaPendingCredential": "forged"]) == "INVALID_ARGUMENT : MFA provider not supported!")
             #expect(try await post("mfaEnrollment:start", [:]) == "MISSING_ID_TOKEN")
-            #expect(try await post("mfaEnrollment:start", ["idToken": "x"], key: TestConfiguration.disabledAPIKey) == "OPERATION_NOT_ALLOWED : SMS based MFA not enabled.")
+            #expect(
+                try await post("mfaEnrollment:start", ["idToken": "x"], key: TestConfiguration.disabledAPIKey)
+                    == "OPERATION_NOT_ALLOWED : SMS based MFA not enabled.")
 
             // A phone-only user cannot enroll.
             let phoneSession = try await stack.sendCode(to: "+16505553434")
-            let phoneUser = try await stack.client.post(Self.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": phoneSession, "code": "654321"])
+            let phoneUser = try await stack.client.post(
+                Self.v1 + "signInWithPhoneNumber", apiKey: key, json: ["sessionInfo": phoneSession, "code": "654321"])
             let phoneToken = try #require(phoneUser.string("idToken"))
             #expect(
                 try await post("mfaEnrollment:start", ["idToken": phoneToken, "phoneEnrollmentInfo": ["phoneNumber": "+15555550100"]])
@@ -158,17 +174,21 @@ struct MFAEndToEndTests {
             // An email link verifies the address, so an admin marks it unverified again afterwards.
             let signedIn = try await Self.emailSignIn(stack, "olga@example.com")
             let token = try #require(signedIn.string("idToken"))
-            _ = try await stack.client.post(base + "/accounts:update", json: ["localId": created.string("localId")!, "emailVerified": false], headers: owner)
+            _ = try await stack.client.post(
+                base + "/accounts:update", json: ["localId": created.string("localId")!, "emailVerified": false], headers: owner)
             #expect(
                 try await post("mfaEnrollment:start", ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "+15555550100"]])
                     == "UNVERIFIED_EMAIL : Need to verify email first before enrolling second factors.")
-            _ = try await stack.client.post(base + "/accounts:update", json: ["localId": created.string("localId")!, "emailVerified": true], headers: owner)
+            _ = try await stack.client.post(
+                base + "/accounts:update", json: ["localId": created.string("localId")!, "emailVerified": true], headers: owner)
             #expect(try await post("mfaEnrollment:start", ["idToken": token]) == "INVALID_ARGUMENT : ((Missing phoneEnrollmentInfo.))")
             #expect(
-                try await post("mfaEnrollment:start", ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "12"]]) == "INVALID_PHONE_NUMBER : Invalid format.")
+                try await post("mfaEnrollment:start", ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "12"]])
+                    == "INVALID_PHONE_NUMBER : Invalid format.")
             #expect(try await post("mfaEnrollment:finalize", ["idToken": token]) == "INVALID_ARGUMENT : ((Missing phoneVerificationInfo.))")
             #expect(try await post("mfaEnrollment:finalize", ["idToken": token, "phoneVerificationInfo": ["sessionInfo": "s"]]) == "MISSING_CODE")
-            #expect(try await post("mfaEnrollment:finalize", ["idToken": token, "phoneVerificationInfo": ["code": "123456"]]) == "MISSING_SESSION_INFO")
+            #expect(
+                try await post("mfaEnrollment:finalize", ["idToken": token, "phoneVerificationInfo": ["code": "123456"]]) == "MISSING_SESSION_INFO")
             #expect(
                 try await post("mfaEnrollment:finalize", ["idToken": token, "phoneVerificationInfo": ["sessionInfo": "unknown", "code": "123456"]])
                     == "INVALID_SESSION_INFO")
@@ -183,7 +203,8 @@ struct MFAEndToEndTests {
                 json: ["idToken": token, "phoneVerificationInfo": ["sessionInfo": session, "code": "654321"]])
             #expect(enrolled.status == 200)
             // Enrolling revoked the sessions from before: the old token is expired, the new one works.
-            #expect(try await post("mfaEnrollment:start", ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "+15555550199"]]) == "TOKEN_EXPIRED")
+            #expect(
+                try await post("mfaEnrollment:start", ["idToken": token, "phoneEnrollmentInfo": ["phoneNumber": "+15555550199"]]) == "TOKEN_EXPIRED")
             let fresh = try #require(enrolled.string("idToken"))
             #expect(
                 try await post("mfaEnrollment:start", ["idToken": fresh, "phoneEnrollmentInfo": ["phoneNumber": "+1 650-555-3434"]])

@@ -53,8 +53,8 @@ final class StackHarness: @unchecked Sendable {
     var topology: Topology { Topology(configuration: try! settings.parsed()) }
     var keys: HeraldKeys { HeraldKeys(master: Data(base64Encoded: settings.sealingKey!)!) }
 
-    func startAPI() async throws {
-        let process = try HeraldProcess("herald-api", arguments: ["--config", configPath], logDirectory: settings.stateDir)
+    func startAPI(pipeStderr: Bool = false) async throws {
+        let process = try HeraldProcess("herald-api", arguments: ["--config", configPath], logDirectory: settings.stateDir, pipeStderr: pipeStderr)
         api = process
         _ = await eventually(timeout: .seconds(20)) { (try? await self.client.get("/readyz"))?.status == 200 }
         guard (try? await client.get("/readyz"))?.status == 200 else {
@@ -63,10 +63,11 @@ final class StackHarness: @unchecked Sendable {
     }
 
     @discardableResult
-    func startWorker(metricsPort: Int? = nil, environment: [String: String] = [:]) async throws -> HeraldProcess {
+    func startWorker(metricsPort: Int? = nil, environment: [String: String] = [:], pipeStderr: Bool = false) async throws -> HeraldProcess {
         var env = environment
         env["HERALD_WORKERS_SMS_METRICS_PORT"] = String(metricsPort ?? freePort())
-        let process = try HeraldProcess("herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir, environment: env)
+        let process = try HeraldProcess(
+            "herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir, environment: env, pipeStderr: pipeStderr)
         workers.append(process)
         try await process.waitForOutput("amqp connected")
         try await process.waitForOutput("worker publisher")
@@ -111,7 +112,8 @@ final class StackHarness: @unchecked Sendable {
     func waitForGateway(_ count: Int, timeout: Duration = .seconds(30)) async throws {
         let reached = await eventually(timeout: timeout) { gateway.received.count >= count }
         guard reached else {
-            throw TestFailure("gateway got \(gateway.received.count) of \(count) requests; worker output:\n\(workers.map(\.output).joined().suffix(4000))")
+            throw TestFailure(
+                "gateway got \(gateway.received.count) of \(count) requests; worker output:\n\(workers.map(\.output).joined().suffix(4000))")
         }
     }
 

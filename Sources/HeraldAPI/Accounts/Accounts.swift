@@ -22,7 +22,8 @@ struct Accounts: Sendable {
     /// Refuses with TOO_MANY_ATTEMPTS_TRY_LATER (and Retry-After) when `checks` are exhausted.
     private func admit(_ checks: [LimitCheck], project: HeraldConfiguration.Project) async throws {
         guard let refusal = try await limiter.admit(checks, now: clock.now) else { return }
-        Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+        Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)])
+            .increment()
         throw HeraldError(refusal.check.kind.refusal, nil, retryAfter: refusal.retryAfter)
     }
 
@@ -48,7 +49,8 @@ struct Accounts: Sendable {
             throw HeraldError(.invalidContinueURI)
         }
         if let clientKey {
-            try await admit(limits.lookupsPerIP.map { LimitCheck(kind: .lookup, scope: project.id, subject: clientKey, policy: $0) }, project: project)
+            try await admit(
+                limits.lookupsPerIP.map { LimitCheck(kind: .lookup, scope: project.id, subject: clientKey, policy: $0) }, project: project)
         }
         let sessionID = SecureRandom.alphanumeric(27)
         if project.emailLink.enumerationProtection { return AuthURI(sessionId: sessionID) }
@@ -101,7 +103,8 @@ struct Accounts: Sendable {
             localID = try await signedIn.resolve(body.string("idToken"), project: project).user.localID
         }
         guard try await store.deleteUser(projectID: project.id, localID: localID) else { throw HeraldError(.userNotFound) }
-        logger.info("account deleted", metadata: ["project": .string(project.id), "user": .string(localID), "by": .string(isAdmin ? "admin" : "user")])
+        logger.info(
+            "account deleted", metadata: ["project": .string(project.id), "user": .string(localID), "by": .string(isAdmin ? "admin" : "user")])
         return ["kind": "identitytoolkit#DeleteAccountResponse"]
     }
 

@@ -72,7 +72,8 @@ struct SignInCompletion: Sendable {
         }
         let now = clock.now
         let idToken = try await tokens.idToken(for: user, provider: provider, authTime: now, now: now, secondFactor: secondFactor)
-        let refresh = tokens.refreshToken(for: user, provider: RefreshProvider(provider: provider, secondFactor: secondFactor?.enrollmentID).stored, now: now)
+        let refresh = tokens.refreshToken(
+            for: user, provider: RefreshProvider(provider: provider, secondFactor: secondFactor?.enrollmentID).stored, now: now)
         try await store.insertRefreshToken(refresh.record)
         return Session(idToken: idToken, refreshToken: refresh.token, expiresIn: String(Int(tokens.idTokenTTL.seconds)))
     }

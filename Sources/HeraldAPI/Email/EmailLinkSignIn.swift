@@ -76,15 +76,22 @@ struct EmailLinkSignIn: Sendable {
         if let refusal = try await limiter.admit(checks, now: now) {
             logger.notice(
                 "email link refused by a limit",
-                metadata: ["project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey), "policy": .string(refusal.check.policy.description), "email": .string(email.masked)])
-            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+                metadata: [
+                    "project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey),
+                    "policy": .string(refusal.check.policy.description), "email": .string(email.masked),
+                ])
+            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)])
+                .increment()
             throw HeraldError(refusal.check.kind.refusal, nil, retryAfter: refusal.retryAfter)
         }
         let jobID = UUID()
         record.jobID = jobID
         let job = Job(
             id: jobID, project: project.id, createdAt: now, expiresAt: record.expiresAt, locale: origin.locale,
-            payload: .email(EmailMessage(to: email.value, template: .signInLink, params: ["linkSealed": sealer.seal(link, jobID: jobID, destination: email.value), "app": project.displayName])))
+            payload: .email(
+                EmailMessage(
+                    to: email.value, template: .signInLink,
+                    params: ["linkSealed": sealer.seal(link, jobID: jobID, destination: email.value), "app": project.displayName])))
         try await store.insertOobCode(record)
         try await store.recordPending(jobID: jobID, projectID: project.id, type: .email, destination: email.value, now: now)
         do {
@@ -149,7 +156,10 @@ struct EmailLinkSignIn: Sendable {
         Counter(label: "herald_api_email_sign_ins_total", dimensions: [("project", project.id)]).increment()
         logger.info(
             "email-link sign-in",
-            metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created), "linked": .stringConvertible(linking != nil)])
+            metadata: [
+                "project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created),
+                "linked": .stringConvertible(linking != nil),
+            ])
         var answer = SignedIn(email: record.email, localId: user.localID, isNewUser: created)
         switch try await completion.complete(user, provider: "password") {
         case .signedIn(let session):
@@ -237,7 +247,9 @@ struct EmailLinkSignIn: Sendable {
     static func actionURL(project: HeraldConfiguration.Project, linkDomain: String?) throws(HeraldError) -> String {
         guard let linkDomain else { return project.emailLink.actionUrl }
         let host = linkDomain.lowercased()
-        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }), ContinueURL.isAuthorized(host: host, domains: project.authorizedDomains) else {
+        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }),
+            ContinueURL.isAuthorized(host: host, domains: project.authorizedDomains)
+        else {
             throw HeraldError(.unauthorizedDomain, "Domain not allowlisted by project")
         }
         let path = URL(string: project.emailLink.actionUrl)?.path ?? "/__/auth/action"

@@ -26,7 +26,8 @@ struct PhoneMFA: Sendable {
     }
 
     /// Sends an enrollment code to `phoneEnrollmentInfo.phoneNumber` for the signed-in user.
-    func startEnrollment(project: HeraldConfiguration.Project, body: WireBody, origin: PhoneSignIn.Origin) async throws -> [String: [String: String]] {
+    func startEnrollment(project: HeraldConfiguration.Project, body: WireBody, origin: PhoneSignIn.Origin) async throws -> [String: [String: String]]
+    {
         try gate(project)
         let (user, token) = try await signedIn.resolve(body.string("idToken"), project: project)
         guard token.provider != "phone", token.provider != "anonymous", token.provider != "custom", user.email != nil else {

@@ -39,8 +39,12 @@ struct AppVerifier: Sendable {
         if let refusal = try await limiter.admit(checks, now: now) {
             logger.notice(
                 "push refused by a limit",
-                metadata: ["project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey), "policy": .string(refusal.check.policy.description)])
-            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+                metadata: [
+                    "project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey),
+                    "policy": .string(refusal.check.policy.description),
+                ])
+            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)])
+                .increment()
             throw PhoneSignIn.error(for: refusal)
         }
         let receipt = SecureRandom.base64URL(bytes: 32)
@@ -68,9 +72,13 @@ struct AppVerifier: Sendable {
             logger.error("push job not confirmed by the broker", metadata: ["project": .string(project.id), "error": .string("\(error)")])
             throw HeraldError(.unavailable, "The verification push could not be queued. Try again later.", retryAfter: .seconds(5))
         }
-        Counter(label: "herald_api_push_verifications_total", dimensions: [("project", project.id), ("environment", environment.rawValue)]).increment()
+        Counter(label: "herald_api_push_verifications_total", dimensions: [("project", project.id), ("environment", environment.rawValue)])
+            .increment()
         logger.info(
-            "silent push queued", metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "environment": .string(environment.rawValue)])
+            "silent push queued",
+            metadata: [
+                "project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "environment": .string(environment.rawValue),
+            ])
         return (receipt, String(Int(project.appVerification.suggestedTimeout.seconds)))
     }
 
@@ -87,9 +95,10 @@ struct AppVerifier: Sendable {
         let settings = project.appVerification
         let needed = settings.required && (isTestNumber == false || settings.disabledForTesting == false)
         guard needed else { return Verdict() }
-        guard let credential = AppCredential.from(
-            iosReceipt: body.string("iosReceipt"), iosSecret: body.string("iosSecret"), recaptchaToken: body.string("recaptchaToken"),
-            captchaResponse: body.string("captchaResponse"))
+        guard
+            let credential = AppCredential.from(
+                iosReceipt: body.string("iosReceipt"), iosSecret: body.string("iosSecret"), recaptchaToken: body.string("recaptchaToken"),
+                captchaResponse: body.string("captchaResponse"))
         else { throw HeraldError(.invalidAppCredential) }
         switch credential {
         case .none:
@@ -99,8 +108,9 @@ struct AppVerifier: Sendable {
         case .iosReceipt(let receipt, let secret):
             let receiptHash = SHA256Hex.digest(receipt)
             let stored = try await store.receipt(hash: receiptHash)
-            guard AppVerificationCheck.receiptIsValid(
-                stored, secret: secret, projectID: project.id, bundleID: bundleID, now: clock.now, ttl: settings.receiptTTL)
+            guard
+                AppVerificationCheck.receiptIsValid(
+                    stored, secret: secret, projectID: project.id, bundleID: bundleID, now: clock.now, ttl: settings.receiptTTL)
             else {
                 // The SDK clears its cached pair on this answer and runs the handshake (or reCAPTCHA) again.
                 throw HeraldError(.invalidAppCredential)

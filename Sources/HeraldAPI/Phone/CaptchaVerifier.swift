@@ -35,8 +35,10 @@ struct CaptchaVerifier: Sendable {
         guard AppVerificationCheck.captchaPasses(success: success, score: score, minScore: settings.captchaMinScore) else {
             logger.notice(
                 "captcha refused",
-                metadata: ["success": .stringConvertible(success), "score": .string(score.map { String($0) } ?? "-"),
-                           "errors": .string(((answer["error-codes"] as? [String]) ?? []).joined(separator: ","))])
+                metadata: [
+                    "success": .stringConvertible(success), "score": .string(score.map { String($0) } ?? "-"),
+                    "errors": .string(((answer["error-codes"] as? [String]) ?? []).joined(separator: ",")),
+                ])
             throw HeraldError(.captchaCheckFailed)
         }
     }

@@ -59,7 +59,9 @@ struct PhoneSignIn: Sendable {
             let sealed = open.sessionInfoSealed, let token = try? sealer.open(sealed, context: Self.sealingContext(open.id))
         {
             count(project, "reentrant", phone)
-            logger.info("reentrant send: the open session is returned, nothing is sent", metadata: ["project": .string(project.id), "phone": .string(phone.masked)])
+            logger.info(
+                "reentrant send: the open session is returned, nothing is sent",
+                metadata: ["project": .string(project.id), "phone": .string(phone.masked)])
             return token
         }
         if let captchaToken = verdict.pendingCaptcha {
@@ -193,8 +195,12 @@ struct PhoneSignIn: Sendable {
         {
             logger.notice(
                 "code check refused by a limit",
-                metadata: ["project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey), "policy": .string(refusal.check.policy.description)])
-            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)]).increment()
+                metadata: [
+                    "project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey),
+                    "policy": .string(refusal.check.policy.description),
+                ])
+            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)])
+                .increment()
             throw Self.error(for: refusal)
         }
         let session: VerificationSession
@@ -223,7 +229,9 @@ struct PhoneSignIn: Sendable {
         let prefix = phone.prefix(digits: limits.prefixDigits)
         if let block = try await store.prefixBlock(projectID: project.id, prefix: prefix, now: now) {
             refused(project, phone, limit: "limits.pumping", policy: prefix)
-            throw HeraldError(.quotaExceeded, "Exceeded quota for sending verification codes.", retryAfter: .seconds(max(1, Int64(block.until.timeIntervalSince(now)))))
+            throw HeraldError(
+                .quotaExceeded, "Exceeded quota for sending verification codes.",
+                retryAfter: .seconds(max(1, Int64(block.until.timeIntervalSince(now)))))
         }
         let checks = LimitCheck.forSend(project: project.id, phone: phone, clientKey: clientKey, limits: limits)
         if let refusal = try await limiter.admit(checks, now: now) {

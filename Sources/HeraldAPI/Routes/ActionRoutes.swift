@@ -23,7 +23,8 @@ struct ActionRoutes: Sendable {
         // Hummingbird has already percent-decoded the values.
         let query = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
         func value(_ name: String) -> String? { query.first { $0.name == name }?.value }
-        guard value("mode") == "signIn", value("oobCode") != nil, let key = value("apiKey"), let project = configuration.project(forAPIKey: key) else {
+        guard value("mode") == "signIn", value("oobCode") != nil, let key = value("apiKey"), let project = configuration.project(forAPIKey: key)
+        else {
             return page(.badRequest, "This link is not a valid sign-in link.")
         }
         guard let target = value("continueUrl") else {
@@ -92,7 +93,8 @@ struct EmulatorRoutes: Sendable {
             var entries: [CodeEntry] = []
             for session in try await store.openSessions(projectID: project.id, now: clock.now) {
                 guard let sealedCode = session.codeSealed, let code = try? sealer.open(sealedCode, context: "code:" + session.id),
-                    let sealedInfo = session.sessionInfoSealed, let info = try? sealer.open(sealedInfo, context: PhoneSignIn.sealingContext(session.id))
+                    let sealedInfo = session.sessionInfoSealed,
+                    let info = try? sealer.open(sealedInfo, context: PhoneSignIn.sealingContext(session.id))
                 else { continue }
                 entries.append(CodeEntry(code: code, phoneNumber: session.phoneNumber, sessionInfo: info))
             }

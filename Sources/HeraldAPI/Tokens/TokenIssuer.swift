@@ -48,7 +48,8 @@ public struct TokenIssuer: Sendable {
 
     /// A signed ID token for `user`, who signed in with `provider` at `authTime` (and, when set, passed
     /// the second factor `secondFactor`).
-    public func idToken(for user: UserAccount, provider: String, authTime: Date, now: Date, secondFactor: MFAEnrollment? = nil) async throws -> String {
+    public func idToken(for user: UserAccount, provider: String, authTime: Date, now: Date, secondFactor: MFAEnrollment? = nil) async throws -> String
+    {
         var identities: [String: [String]] = [:]
         if let phone = user.phoneNumber { identities["phone"] = [phone] }
         if let email = user.email { identities["email"] = [email] }

@@ -54,7 +54,8 @@ public struct SMTPChannel: EmailChannel {
             return .permanent(reason: "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true")
         }
         if reply.messageStarted {
-            return .uncertain(reason: "the SMTP connection broke after the message started to leave: \(reply.error ?? "curl error \(reply.curlCode)")")
+            return .uncertain(
+                reason: "the SMTP connection broke after the message started to leave: \(reply.error ?? "curl error \(reply.curlCode)")")
         }
         if [60, 77, 58].contains(reply.curlCode) {  // certificate verification, CA file, client certificate
             return .retryable(reason: "SMTP TLS verification failed: \(reply.error ?? "")", retryAfter: nil)

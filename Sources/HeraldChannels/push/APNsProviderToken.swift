@@ -64,7 +64,8 @@ public actor APNsProviderToken {
         }
         // Whole seconds: APNs wants an integer `iat`.
         let issuedAt = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-        let token = try await keys.sign(Claims(iss: IssuerClaim(value: teamID), iat: IssuedAtClaim(value: issuedAt)), kid: JWKIdentifier(string: keyID))
+        let token = try await keys.sign(
+            Claims(iss: IssuerClaim(value: teamID), iat: IssuedAtClaim(value: issuedAt)), kid: JWKIdentifier(string: keyID))
         current = (token, now)
         return token
     }

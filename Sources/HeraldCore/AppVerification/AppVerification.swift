@@ -33,7 +33,7 @@ public enum AppCredential: Sendable, Equatable {
     /// Reads the credential fields; a receipt without its secret (or the reverse) counts as invalid.
     public static func from(iosReceipt: String?, iosSecret: String?, recaptchaToken: String?, captchaResponse: String?) -> AppCredential? {
         switch (iosReceipt, iosSecret) {
-        case let (receipt?, secret?): return .iosReceipt(receipt: receipt, secret: secret)
+        case (let receipt?, let secret?): return .iosReceipt(receipt: receipt, secret: secret)
         case (.some, nil), (nil, .some): return nil
         case (nil, nil): break
         }

@@ -124,16 +124,20 @@ extension HeraldConfiguration {
 
         let limits = try root.section("limits")
         self.limits = Limits(
-            perNumber: try limits.rateList("perNumber", default: [RatePolicy(limit: 5, period: .seconds(3600)), RatePolicy(limit: 10, period: .seconds(86_400))]),
-            perIP: try limits.rateList("perIP", default: [RatePolicy(limit: 50, period: .seconds(60)), RatePolicy(limit: 500, period: .seconds(3600))]),
+            perNumber: try limits.rateList(
+                "perNumber", default: [RatePolicy(limit: 5, period: .seconds(3600)), RatePolicy(limit: 10, period: .seconds(86_400))]),
+            perIP: try limits.rateList(
+                "perIP", default: [RatePolicy(limit: 50, period: .seconds(60)), RatePolicy(limit: 500, period: .seconds(3600))]),
             perProject: try limits.rateList("perProject", default: [RatePolicy(limit: 1000, period: .seconds(60))]),
             perCountry: try limits.rateList("perCountry", default: []),
             perPrefix: try limits.rateList("perPrefix", default: []),
             prefixDigits: try limits.int("prefixDigits", default: 6, in: 2...14),
             checksPerNumber: try limits.rateList("checksPerNumber", default: [RatePolicy(limit: 20, period: .seconds(3600))]),
             pushesPerDevice: try limits.rateList("pushesPerDevice", default: [RatePolicy(limit: 3, period: .seconds(3600))]),
-            perEmail: try limits.rateList("perEmail", default: [RatePolicy(limit: 5, period: .seconds(3600)), RatePolicy(limit: 20, period: .seconds(86_400))]),
-            lookupsPerIP: try limits.rateList("lookupsPerIP", default: [RatePolicy(limit: 30, period: .seconds(60)), RatePolicy(limit: 300, period: .seconds(3600))]),
+            perEmail: try limits.rateList(
+                "perEmail", default: [RatePolicy(limit: 5, period: .seconds(3600)), RatePolicy(limit: 20, period: .seconds(86_400))]),
+            lookupsPerIP: try limits.rateList(
+                "lookupsPerIP", default: [RatePolicy(limit: 30, period: .seconds(60)), RatePolicy(limit: 300, period: .seconds(3600))]),
             passwordChangesPerUser: try limits.rateList("passwordChangesPerUser", default: [RatePolicy(limit: 5, period: .seconds(3600))]),
             pumping: try Self.pumping(try limits.section("pumping")))
         try limits.finish()
@@ -160,7 +164,8 @@ extension HeraldConfiguration {
             guard name.isEmpty == false, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || tokenCharacters.contains($0)) }) else {
                 throw ConfigError(key: gateway.keyPath("headers") + ".\(name)", problem: "not a valid HTTP header name")
             }
-            guard value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) == false else {
+            // Scalars, not Characters: "\r\n" is one Character and equals neither "\r" nor "\n".
+            guard value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) == false else {
                 throw ConfigError(key: gateway.keyPath("headers") + ".\(name)", problem: "a header value must not contain CR, LF or NUL")
             }
         }
@@ -210,7 +215,9 @@ extension HeraldConfiguration {
         guard ["smtp://", "smtps://"].contains(where: self.email.smtpURL.hasPrefix) else {
             throw smtp.fail("url", "must be an smtp:// or smtps:// URL")
         }
-        guard self.email.heloName.isEmpty == false, self.email.heloName.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }) else {
+        guard self.email.heloName.isEmpty == false,
+            self.email.heloName.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+        else {
             throw smtp.fail("heloName", "must be a host name (letters, digits, '-', '.')")
         }
         if (self.email.smtpUsername == nil) != (self.email.smtpPassword == nil) {
@@ -235,7 +242,8 @@ extension HeraldConfiguration {
         }
         let keyParts = [self.push.keyId, self.push.teamId, self.push.keyFile]
         if keyParts.contains(where: { $0 != nil }), keyParts.contains(where: { $0 == nil }) {
-            throw apns.fail(self.push.keyId == nil ? "keyId" : self.push.teamId == nil ? "teamId" : "keyFile", "keyId, teamId and keyFile are set together")
+            throw apns.fail(
+                self.push.keyId == nil ? "keyId" : self.push.teamId == nil ? "teamId" : "keyFile", "keyId, teamId and keyFile are set together")
         }
         try apns.finish()
         try push.finish()
@@ -248,7 +256,8 @@ extension HeraldConfiguration {
                 retryDelays: try section.durationList("retryDelays", default: delays, in: .milliseconds(100) ... .seconds(86_400)),
                 throttleDelays: try section.durationList(
                     "throttleDelays", default: [.milliseconds(250), .seconds(1), .seconds(5), .seconds(30)],
-                    in: .milliseconds(50) ... .seconds(86_400)).sorted(),
+                    in: .milliseconds(50) ... .seconds(86_400)
+                ).sorted(),
                 metricsPort: try section.int("metricsPort", default: port, in: 0...65535),
                 shutdownGrace: try section.duration("shutdownGrace", default: .seconds(25), in: .seconds(1) ... .seconds(600)),
                 retryUncertain: try section.bool("retryUncertain", default: false))
@@ -340,7 +349,9 @@ extension HeraldConfiguration.Project {
         {
             throw phone.fail("originDomain", "must be a bare host name such as example.com")
         }
-        if let hash = self.phone.androidAppHash, hash.count != 11 || hash.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/") }) == false {
+        if let hash = self.phone.androidAppHash,
+            hash.count != 11 || hash.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/") }) == false
+        {
             throw phone.fail("androidAppHash", "must be the 11-character SMS Retriever hash of the app")
         }
         try phone.finish()
@@ -352,7 +363,9 @@ extension HeraldConfiguration.Project {
             actionUrl: try emailLink.string("actionUrl", default: "http://localhost:9099/__/auth/action"),
             enumerationProtection: try emailLink.bool("enumerationProtection", default: true),
             appSchemes: try emailLink.stringList("appSchemes", default: []).map { $0.lowercased() })
-        guard ["http://", "https://"].contains(where: self.emailLink.actionUrl.lowercased().hasPrefix), URL(string: self.emailLink.actionUrl)?.host != nil else {
+        guard ["http://", "https://"].contains(where: self.emailLink.actionUrl.lowercased().hasPrefix),
+            URL(string: self.emailLink.actionUrl)?.host != nil
+        else {
             throw emailLink.fail("actionUrl", "must be an http:// or https:// URL")
         }
         for (index, scheme) in self.emailLink.appSchemes.enumerated() {

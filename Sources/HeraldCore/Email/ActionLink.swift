@@ -82,10 +82,11 @@ public struct ContinueURL: Sendable, Equatable {
             host = hostPart.lowercased()
             if hostPart.hasPrefix("[") == false {
                 let labels = host.split(separator: ".", omittingEmptySubsequences: false)
-                guard labels.allSatisfy({ label in
-                    label.isEmpty == false && label.count <= 63 && label.first != "-" && label.last != "-"
-                        && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
-                }) || (host.isEmpty && isWeb == false)
+                guard
+                    labels.allSatisfy({ label in
+                        label.isEmpty == false && label.count <= 63 && label.first != "-" && label.last != "-"
+                            && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
+                    }) || (host.isEmpty && isWeb == false)
                 else { throw .malformed }
             }
             if port.isEmpty == false {

@@ -97,7 +97,9 @@ public enum JobCodec {
                 throw DecodingError(field: "environment", problem: "must be sandbox or production")
             }
             payload = .push(
-                PushMessage(deviceToken: token.lowercased(), environment: environment, topic: try required(wire.topic, "topic"), payload: wire.payload ?? [:]))
+                PushMessage(
+                    deviceToken: token.lowercased(), environment: environment, topic: try required(wire.topic, "topic"), payload: wire.payload ?? [:])
+            )
         case .email:
             guard let to = EmailAddress(try required(wire.to, "to")) else {
                 throw DecodingError(field: "to", problem: "not an email address")

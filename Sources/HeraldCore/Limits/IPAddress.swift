@@ -71,10 +71,11 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The address with all bits after the first `bits` cleared (bits counted on the 128-bit form).
     public func masked(to bits: Int) -> IPAddress {
-        IPAddress(bytes: bytes.enumerated().map { index, byte in
-            let keep = max(0, min(8, bits - index * 8))
-            return keep == 8 ? byte : byte & UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
-        })
+        IPAddress(
+            bytes: bytes.enumerated().map { index, byte in
+                let keep = max(0, min(8, bits - index * 8))
+                return keep == 8 ? byte : byte & UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
+            })
     }
 
     public var description: String {

@@ -1,0 +1,110 @@
+import Foundation
+import HeraldCore
+import HeraldTesting
+import Testing
+
+@Suite("Processes survive their surroundings: closed stderr, Kubernetes environment, unsafe start-up settings", .serialized)
+struct ProcessRobustnessTests {
+    /// The Prometheus sample value of `name{labels}` in `text`, if present.
+    static func sample(_ text: String, _ series: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test("closing the read end of stderr under load drops (and counts) log lines; herald-api and the worker keep serving and delivering")
+    func closedStderr() async throws {
+        try await StackHarness.run { stack in
+            try await stack.startAPI(pipeStderr: true)
+            let workerMetrics = freePort()
+            let worker = try await stack.startWorker(metricsPort: workerMetrics, pipeStderr: true)
+            _ = try await stack.sendCode(to: "+15555550100")
+            try await stack.waitForGateway(1)
+
+            // The log shipper goes away.
+            stack.api?.closeStderrReader()
+            worker.closeStderrReader()
+            let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<60 {
+                    group.addTask {
+                        try await stack.client.post(
+                            "/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
+                            json: ["phoneNumber": "+1555555\(String(format: "%04d", 200 + index))"]
+                        ).status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { $0 == 200 }, "\(answers)")
+            try await stack.waitForGateway(61)
+            #expect(stack.api?.isRunning == true)
+            #expect(worker.isRunning)
+            let apiMetrics = String(decoding: try await HeraldClient(port: stack.settings.apiMetricsPort).get("/metrics").body, as: UTF8.self)
+            let workerText = String(decoding: try await HeraldClient(port: workerMetrics).get("/metrics").body, as: UTF8.self)
+            #expect((Self.sample(apiMetrics, #"herald_log_lines_dropped_total{stream="stderr"}"#) ?? 0) >= 60)
+            #expect((Self.sample(workerText, #"herald_log_lines_dropped_total{stream="stderr"}"#) ?? 0) >= 60)
+        }
+    }
+
+    @Test("Kubernetes service-link variables are ignored with one warning; a typo in a HERALD_ key still stops the process with exit 78")
+    func kubernetesEnvironment() async throws {
+        try await StackHarness.run { stack in
+            let links = [
+                "HERALD_PORT": "tcp://10.0.0.7:9099", "HERALD_SERVICE_HOST": "10.0.0.7", "HERALD_SERVICE_PORT": "9099",
+                "HERALD_PORT_9099_TCP": "tcp://10.0.0.7:9099", "HERALD_PORT_9099_TCP_ADDR": "10.0.0.7", "HERALD_PORT_9099_TCP_PORT": "9099",
+                "HERALD_PORT_9099_TCP_PROTO": "tcp",
+            ]
+            let worker = try await stack.startWorker(environment: links)
+            #expect(worker.isRunning)
+            try await worker.waitForOutput("ignoring HERALD_* variables")
+            let warning = try #require(worker.output.split(separator: "\n").first { $0.contains("ignoring HERALD_* variables") })
+            for name in links.keys { #expect(warning.contains(name), "\(name)") }
+
+            let typo = try HeraldProcess(
+                "herald-sms-worker", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
+                environment: ["HERALD_HTTP_PROT": "9100"])
+            #expect(await typo.waitForExit(timeout: .seconds(20)) == 78)
+            #expect(typo.output.contains("configuration key 'HERALD_HTTP_PROT': environment variable matches no configuration key"))
+            #expect(typo.output.contains("did you mean HERALD_HTTP_PORT?"))
+        }
+    }
+
+    @Test("without devMode, the admin token 'owner' or a short one stops herald-api (exit 78 naming admin.tokens); devMode refuses a public listener")
+    func unsafeStartUp() async throws {
+        for (adjust, expected) in [
+            ({ (settings: inout TestConfiguration) in settings.adminTokens = ["owner"] }, "admin.tokens[0]"),
+            ({ (settings: inout TestConfiguration) in settings.adminTokens = ["short-token"] }, "admin.tokens[0]"),
+            (
+                { (settings: inout TestConfiguration) in
+                    settings.devMode = true
+                    settings.apiHost = "0.0.0.0"
+                }, "devMode"
+            ),
+        ] as [((inout TestConfiguration) -> Void, String)] {
+            var settings = TestConfiguration()
+            settings.devMode = false
+            adjust(&settings)
+            let path = try settings.write()
+            defer { try? FileManager.default.removeItem(atPath: settings.stateDir) }
+            let api = try HeraldProcess("herald-api", arguments: ["--config", path], logDirectory: settings.stateDir)
+            #expect(await api.waitForExit(timeout: .seconds(20)) == 78)
+            #expect(api.output.contains("herald: invalid configuration: configuration key '\(expected)'"), "\(api.output)")
+        }
+    }
+
+    @Test("--version prints the version and the git revision on every executable")
+    func version() async throws {
+        let directory = NSTemporaryDirectory() + "herald-version-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var lines: Set<String> = []
+        for executable in ["herald-api", "herald-sms-worker", "herald-email-worker", "herald-push-worker", "herald-admin", "herald-bench"] {
+            let process = try HeraldProcess(executable, arguments: ["--version"], logDirectory: directory)
+            #expect(await process.waitForExit(timeout: .seconds(20)) == 0, "\(executable)")
+            let line = process.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(
+                line.range(of: #"^\d+\.\d+\.\d+(-[a-z0-9.]+)? \(([0-9a-f]{12}(-dirty)?|unknown)\)$"#, options: .regularExpression) != nil,
+                "\(executable): \(line)")
+            lines.insert(line)
+        }
+        #expect(lines.count == 1)
+    }
+}
