@@ -31,7 +31,7 @@ trap cleanup INT TERM EXIT
 cat <<MSG
 
 Herald is running (Ctrl-C stops it):
-  API            http://127.0.0.1:9099   (JWKS at /.well-known/jwks.json, metrics at /metrics)
+  API            http://127.0.0.1:9099   (JWKS at /.well-known/jwks.json; metrics at http://127.0.0.1:9100/metrics)
   sms worker     http://127.0.0.1:9101/metrics   (console provider: SMS texts appear below)
   email worker   http://127.0.0.1:9102/metrics   (console provider: sign-in mails appear below)
   push worker    http://127.0.0.1:9103/metrics   (console provider: silent pushes appear below)

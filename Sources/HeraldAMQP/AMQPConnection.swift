@@ -13,7 +13,7 @@ import Synchronization
 /// prefetch and manual acks, and reconnecting with backoff when the broker goes away.
 ///
 /// rabbitmq-c calls block and a connection must stay on one thread, so every C call happens on a
-/// dedicated thread that multiplexes the socket and a wake-up eventfd with `poll`; async callers talk
+/// dedicated thread that multiplexes the socket and a wake-up pipe with `poll`; async callers talk
 /// to it through a locked inbox. Because that thread polls the socket at least every heartbeat/2,
 /// heartbeats are serviced however long jobs take. Publishers and consumers use separate connections,
 /// as RabbitMQ's flow control blocks publishing connections (and with them their acks).

@@ -9,7 +9,7 @@ import Synchronization
 #endif
 
 /// The thread-confined half of `AMQPConnection`: owns the rabbitmq-c connection and runs the loop
-/// `drain inbox → read frames → poll(socket, eventfd)` until told to stop.
+/// `drain inbox → read frames → poll(socket, wake-up pipe)` until told to stop.
 final class ConnectionDriver {
     /// Channel 1 carries the role (confirms or the consumer); channel 2 serves `perform` RPCs.
     static let mainChannel: amqp_channel_t = 1
@@ -71,7 +71,7 @@ final class ConnectionDriver {
         closeCleanly()
     }
 
-    /// Sleeps in `poll` until the socket or the eventfd is readable, a heartbeat is due, the next
+    /// Sleeps in `poll` until the socket or the wake-up pipe is readable, a heartbeat is due, the next
     /// publish deadline passes, or (while disconnected) the next reconnect attempt is due.
     func waitForActivity() {
         if let state, amqp_frames_enqueued(state) != 0 || amqp_data_in_buffer(state) != 0 { return }

@@ -106,7 +106,7 @@ public struct Topology: Sendable, Equatable {
         }
     }
 
-    /// Deletes everything `declare` created for `types` (tests and `herald-admin topology delete`).
+    /// Deletes everything `declare` created for `types` (tests; operators remove queues with the broker's own tools, since deleting a queue drops its jobs).
     public func delete(on channel: AMQPChannel, types: [JobType] = Topology.supportedTypes) throws {
         for type in types {
             for queue in queues(type) { try channel.deleteQueue(queue) }

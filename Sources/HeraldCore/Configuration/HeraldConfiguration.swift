@@ -131,7 +131,8 @@ public struct HeraldConfiguration: Sendable {
             public var codeLength: Int
             public var codeTTL: Duration
             public var maxCheckAttempts: Int
-            /// Reentrant-send window (not yet used).
+            /// Reentrant-send window: a second send for the number with the same app credential within it
+            /// gets the open session back and nothing is sent.
             public var resendAfter: Duration
             /// Fictional numbers (E.164) with fixed codes: no SMS, no job.
             public var testNumbers: [String: String]

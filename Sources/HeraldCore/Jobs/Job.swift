@@ -5,10 +5,12 @@ public enum JobType: String, Sendable, Codable, CaseIterable {
     case sms, email, push, apple
 }
 
-/// A delivery job, schema v1: the contract between herald-api, the workers and foreign producers
-/// that publish straight to the exchange (see the AsyncAPI document).
+/// A delivery job, schema v1: the contract between herald-api and the workers (`JobCodec` is its wire
+/// form). Workers accept only jobs signed by herald-api (`JobSignature`) that match its ledger row; there
+/// is no contract for foreign producers yet.
 ///
-/// Secrets inside (`params.codeSealed`) are sealed with `Sealer`, bound to `id`.
+/// Secrets inside (`params.codeSealed`, `linkSealed`, `secretSealed`) are sealed with `Sealer`, bound to
+/// `id` and the destination.
 public struct Job: Sendable, Equatable {
     /// The body schema this code writes and reads (AMQP header `x-herald-schema`).
     public static let schemaVersion = 1

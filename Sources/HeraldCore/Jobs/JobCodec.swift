@@ -1,7 +1,7 @@
 import Foundation
 
 /// JSON body of a job (schema v1). Decoding is strict about what a worker needs and names the field
-/// that is wrong, because a foreign producer reading the dead-letter reason has to fix it.
+/// that is wrong, because whoever reads the dead-letter reason has to fix it.
 public enum JobCodec {
     /// Why a body was refused; the message goes into the dead-letter reason.
     public struct DecodingError: Error, Equatable, CustomStringConvertible {
