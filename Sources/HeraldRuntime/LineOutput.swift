@@ -66,7 +66,8 @@ public final class LineOutput: @unchecked Sendable {
             thread.name = "herald-\(stream)"
             thread.start()
         }
-        condition.signal()
+        // Broadcast, not signal: a flushing thread waits on the same condition and must not take the wake-up.
+        condition.broadcast()
         condition.unlock()
     }
 

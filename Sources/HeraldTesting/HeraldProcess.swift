@@ -37,8 +37,11 @@ public final class HeraldProcess: @unchecked Sendable {
         process.environment = env
         process.standardOutput = handle
         if pipeStderr {
+            // Close-on-exec, so processes other tests spawn meanwhile do not inherit a read end (a second
+            // reader would keep the pipe open after the test closes its own).
             var ends: [Int32] = [0, 0]
             guard pipe(&ends) == 0 else { throw TestFailure("pipe() failed") }
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
             process.standardError = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
             stderrRelay = PipeRelay(readEnd: ends[0], into: handle)
         } else {

@@ -66,9 +66,10 @@ struct SignInCompletion: Sendable {
     /// An ID token and a new refresh token. Right after `revokeEarlierSessions` this waits (under a
     /// second) until `validSince` has passed, so the fresh tokens are not revoked with the old ones.
     func session(for user: UserAccount, provider: String, secondFactor: MFAEnrollment?) async throws -> Session {
+        // Only the sub-second wait a revocation causes; a validSince an admin set far ahead is not waited for.
         if let validSince = user.validSince {
             let wait = validSince.timeIntervalSince(clock.now)
-            if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1)) }
+            if wait > 0, wait <= 1 { try await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1)) }
         }
         let now = clock.now
         let idToken = try await tokens.idToken(for: user, provider: provider, authTime: now, now: now, secondFactor: secondFactor)

@@ -180,6 +180,8 @@ struct EmailLinkSignIn: Sendable {
         for email: String, linkingTo linking: UserAccount?, project: HeraldConfiguration.Project, now: Date
     ) async throws -> (UserAccount, Bool) {
         if var user = linking {
+            // Replacing a proven address is an email change: earlier sessions end (the answer carries new ones).
+            if let previous = user.email, previous != email { completion.revokeEarlierSessions(of: &user) }
             user.email = email
             user.emailVerified = true
             user.emailLinkSignin = true
