@@ -73,8 +73,9 @@ public struct APIDependencies: Sendable {
 public func buildApplication(_ dependencies: APIDependencies, logger: Logger) -> Application<RouterResponder<HeraldRequestContext>> {
     let configuration = dependencies.configuration
     let router = Router(context: HeraldRequestContext.self)
-    router.add(middleware: IdentityToolkitErrorMiddleware())
+    // Outermost, so error answers carry the CORS grant too (web SDKs read the error codes).
     router.add(middleware: CrossOriginPolicy(configuration: configuration))
+    router.add(middleware: IdentityToolkitErrorMiddleware())
     let verifier = AppVerifier(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
         captcha: CaptchaVerifier(client: CurlClient(logger: logger), logger: logger), clock: dependencies.clock, logger: logger)

@@ -77,9 +77,12 @@ struct SecurityTests {
             let ownerUser = try #require((try await Self.lookup(client, ownerID).json["users"] as? [[String: Any]])?.first)
             #expect(ownerUser["emailVerified"] as? Bool == true)
             #expect(ownerUser["phoneNumber"] == nil)
-            #expect(ownerUser["passwordHash"] == nil)
             let providers = (ownerUser["providerUserInfo"] as? [[String: Any]])?.compactMap { $0["providerId"] as? String }
             #expect(providers?.contains("phone") == false)
+            // The attacker's password is gone too: only the email link signs in now.
+            let methods = try await client.post(
+                Paths.v1 + "createAuthUri", apiKey: Self.key, json: ["identifier": "victim@example.com", "continueUri": "http://localhost"])
+            #expect(methods.json["signinMethods"] as? [String] == ["emailLink"])
 
             // Nothing the attacker held still works: not the ID token, not the refresh token, not the number.
             #expect(try await Self.lookup(client, heldID).errorMessage == "TOKEN_EXPIRED")
@@ -193,6 +196,11 @@ struct SecurityTests {
                 Paths.v1 + "createAuthUri", apiKey: Self.key, json: ["identifier": "a@example.com", "continueUri": "http://localhost"],
                 headers: [("Origin", "https://evil.example.net")])
             #expect(simple.header("Access-Control-Allow-Origin") == nil)
+            // An authorized page reads error answers too (the SDK needs the code).
+            let refused = try await client.post(
+                Paths.v1 + "sendVerificationCode", apiKey: Self.key, json: ["phoneNumber": "123"], headers: [("Origin", "https://app.example.com")])
+            #expect(refused.errorMessage?.hasPrefix("INVALID_PHONE_NUMBER") == true)
+            #expect(refused.header("Access-Control-Allow-Origin") == "https://app.example.com")
         }
     }
 
