@@ -245,7 +245,7 @@ let package = Package(
         .testTarget(
             name: "HeraldWorkerTests",
             dependencies: [
-                "HeraldAMQP", "HeraldCore", "HeraldStore", "HeraldTesting",
+                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import HeraldTesting
 import Testing
 
@@ -41,6 +42,7 @@ struct ProcessRobustnessTests {
             let workerText = String(decoding: try await HeraldClient(port: workerMetrics).get("/metrics").body, as: UTF8.self)
             #expect((Self.sample(apiMetrics, #"herald_log_lines_dropped_total{stream="stderr"}"#) ?? 0) >= 60)
             #expect((Self.sample(workerText, #"herald_log_lines_dropped_total{stream="stderr"}"#) ?? 0) >= 60)
+            #expect(Self.sample(workerText, #"herald_build_info{version="\#(BuildInfo.version)",revision="\#(BuildInfo.revision)"}"#) == 1)
         }
     }
 
