@@ -262,7 +262,7 @@ struct SecurityTests {
         }
     }
 
-    @Test("slowloris: a connection whose request head never completes, and an idle keep-alive connection, are closed")
+    @Test("slowloris: a head that never completes and an idle keep-alive connection are closed; a trickled body answers 408")
     func idleConnectionsClosed() async throws {
         let harness = try APIHarness { $0.idleTimeout = "1s" }
         try await harness.run { client, _ in
@@ -276,6 +276,19 @@ struct SecurityTests {
             try idle.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(idle.waitForClose(within: .seconds(15)))
             #expect(idle.received.hasPrefix("HTTP/1.1 200"))
+            // A body trickled a byte at a time keeps the connection busy, but not the request open.
+            let trickle = try RawConnection(port: port)
+            try trickle.send(
+                "POST /v1/accounts:sendVerificationCode?key=\(Self.key) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 100\r\n\r\n{")
+            var answered = false
+            for _ in 0..<40 where answered == false {
+                try? trickle.send(" ")
+                answered = trickle.waitForData(within: .milliseconds(400))
+            }
+            #expect(answered)
+            #expect(trickle.received.hasPrefix("HTTP/1.1 408"), "\(trickle.received)")
+            #expect(trickle.received.contains("REQUEST_TIMEOUT"))
         }
     }
 }
@@ -302,6 +315,18 @@ final class RawConnection {
     func send(_ text: String) throws {
         let sent = text.withCString { Glibc.send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         guard sent == text.utf8.count else { throw TestFailure("send failed") }
+    }
+
+    /// True when the peer sent something before `within` passed.
+    func waitForData(within: Duration) -> Bool {
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(within.components.seconds * 1000 + within.components.attoseconds / 1_000_000_000_000_000)
+        guard poll(&poller, 1, milliseconds) > 0 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return false }
+        received += String(decoding: buffer[0..<count], as: UTF8.self)
+        return true
     }
 
     /// True when the peer closed the connection (read returned 0 or an error) before `within` passed.

@@ -61,7 +61,7 @@ struct IdentityToolkitRoutes: Sendable {
         for prefix in ["/identitytoolkit.googleapis.com/v1/projects/:project", "/v1/projects/:project"] {
             router.post(RouterPath(prefix + "/accounts")) { request, context in
                 let project = try adminProject(request, context)
-                return JSONWire.response(try await accounts.create(project: project, body: try await Self.body(of: request, context)))
+                return JSONWire.response(try await accounts.create(project: project, body: try await body(of: request, context)))
             }
             router.get(RouterPath(prefix + "/accounts:batchGet")) { request, context in
                 let project = try adminProject(request, context)
@@ -77,7 +77,7 @@ struct IdentityToolkitRoutes: Sendable {
         }
         router.post("/securetoken.googleapis.com/v1/token") { request, context in
             let project = try resolver.project(for: request)
-            let body = try await Self.body(of: request, context)
+            let body = try await body(of: request, context)
             return JSONWire.response(try await refresh.refresh(project: project, body: body))
         }
     }
@@ -92,20 +92,20 @@ struct IdentityToolkitRoutes: Sendable {
         let isAdmin = admin.isAdmin(authorization: request.headers[.authorization])
         switch operation {
         case "accounts:sendVerificationCode":
-            let body = try await Self.body(of: request, context)
+            let body = try await body(of: request, context)
             let sessionInfo = try await phone.sendVerificationCode(project: project, body: body, origin: origin(of: request, context, body: body))
             return JSONWire.response(["sessionInfo": sessionInfo] as [String: String])
         case "accounts:verifyIosClient":
-            let body = try await Self.body(of: request, context)
+            let body = try await body(of: request, context)
             let origin = origin(of: request, context, body: body)
             let answer = try await verifier.verifyIosClient(
                 project: project, body: body, bundleID: origin.bundleID, clientKey: origin.clientKey, traceparent: origin.traceparent)
             return JSONWire.response(["receipt": answer.receipt, "suggestedTimeout": answer.suggestedTimeout] as [String: String])
         case "accounts:signInWithPhoneNumber":
-            let body = try await Self.body(of: request, context)
+            let body = try await body(of: request, context)
             return JSONWire.response(try await phone.signIn(project: project, body: body))
         case "accounts:sendOobCode":
-            let body = try await Self.body(of: request, context)
+            let body = try await body(of: request, context)
             let origin = origin(of: request, context, body: body)
             return JSONWire.response(
                 try await emailLink.sendOobCode(
@@ -115,17 +115,17 @@ struct IdentityToolkitRoutes: Sendable {
                         apiKey: ProjectResolver.apiKey(of: request) ?? project.apiKeys[0],
                         traceparent: origin.traceparent)))
         case "accounts:signInWithEmailLink":
-            return JSONWire.response(try await emailLink.signIn(project: project, body: try await Self.body(of: request, context)))
+            return JSONWire.response(try await emailLink.signIn(project: project, body: try await body(of: request, context)))
         case "accounts:createAuthUri":
-            let body = try await Self.body(of: request, context)
+            let body = try await body(of: request, context)
             return JSONWire.response(
                 try await accounts.createAuthUri(project: project, body: body, clientKey: origin(of: request, context, body: body).clientKey))
         case "accounts:lookup":
-            return JSONWire.response(try await accounts.lookup(project: project, body: try await Self.body(of: request, context), isAdmin: isAdmin))
+            return JSONWire.response(try await accounts.lookup(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
         case "accounts:update":
-            return JSONWire.response(try await accounts.update(project: project, body: try await Self.body(of: request, context), isAdmin: isAdmin))
+            return JSONWire.response(try await accounts.update(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
         case "accounts:delete":
-            return JSONWire.response(try await accounts.delete(project: project, body: try await Self.body(of: request, context), isAdmin: isAdmin))
+            return JSONWire.response(try await accounts.delete(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
         case _ where Self.plannedOperations.contains(operation):
             throw HeraldError(.notImplemented, "\(operation) is not implemented in Herald yet.")
         default:
@@ -136,7 +136,7 @@ struct IdentityToolkitRoutes: Sendable {
     /// v2: phone second factors.
     func handleV2(operation: String, _ request: Request, _ context: HeraldRequestContext) async throws -> Response {
         let project = try resolver.project(for: request)
-        let body = try await Self.body(of: request, context)
+        let body = try await body(of: request, context)
         switch operation {
         case "mfaEnrollment:start":
             return JSONWire.response(try await mfa.startEnrollment(project: project, body: body, origin: origin(of: request, context, body: body)))
@@ -173,8 +173,23 @@ struct IdentityToolkitRoutes: Sendable {
             traceparent: request.headers[HTTPField.Name("traceparent")!].flatMap(TraceParent.init(header:))?.child() ?? .random())
     }
 
-    static func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
-        let buffer = try await request.body.collect(upTo: WireBody.maximumSize)
+    /// The request body, at most `WireBody.maximumSize` and within `http.idleTimeout` as a whole: the
+    /// listener's idle timeout closes a connection that stops sending, but a body trickled a byte at a time
+    /// would otherwise hold the request open for hours.
+    func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
+        let deadline = resolver.configuration.http.idleTimeout
+        let buffer = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await request.body.collect(upTo: WireBody.maximumSize) }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let buffer = first else {
+                throw HeraldError(.requestTimeout, "The request body did not arrive within \(DurationText.format(deadline)).")
+            }
+            return buffer
+        }
         return try WireBody.parse(buffer, contentType: request.headers[.contentType])
     }
 }
