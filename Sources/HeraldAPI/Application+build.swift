@@ -73,6 +73,9 @@ public struct APIDependencies: Sendable {
 public func buildApplication(_ dependencies: APIDependencies, logger: Logger) -> Application<RouterResponder<HeraldRequestContext>> {
     let configuration = dependencies.configuration
     let router = Router(context: HeraldRequestContext.self)
+    // One idle timeout for slow heads, idle keep-alive connections and (as a whole) slow bodies: slowloris.
+    let (seconds, attoseconds) = configuration.http.idleTimeout.components
+    let idleTimeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     // Outermost, so error answers carry the CORS grant too (web SDKs read the error codes).
     router.add(middleware: CrossOriginPolicy(configuration: configuration))
     router.add(middleware: IdentityToolkitErrorMiddleware())
@@ -98,7 +101,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     IdentityToolkitRoutes(
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
         verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa,
-        admin: AdminAuthorization(tokens: configuration.admin.tokens)
+        admin: AdminAuthorization(tokens: configuration.admin.tokens), idleTimeout: idleTimeout
     ).register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)
     EmulatorRoutes(store: dependencies.store, keys: dependencies.keys, configuration: configuration, clock: dependencies.clock).register(on: router)
@@ -117,9 +120,6 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
             status: ready ? .ok : .serviceUnavailable,
             body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
     }
-    // One idle timeout for slow heads, slow bodies and idle keep-alive connections (slowloris).
-    let (seconds, attoseconds) = configuration.http.idleTimeout.components
-    let idleTimeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     return Application(
         router: router, server: .http1(configuration: .init(idleTimeout: idleTimeout)),
         configuration: .init(address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api"),

@@ -3,6 +3,7 @@ import HTTPTypes
 import HeraldCore
 import Hummingbird
 import Logging
+import NIOCore
 
 /// Identity Toolkit's operations on every path family SDKs use: `/identitytoolkit.googleapis.com/v1/…`,
 /// `/v1/…` and the legacy `/www.googleapis.com/identitytoolkit/v3/relyingparty/…` the iOS SDK calls.
@@ -16,6 +17,8 @@ struct IdentityToolkitRoutes: Sendable {
     let accounts: Accounts
     let mfa: PhoneMFA
     let admin: AdminAuthorization
+    /// How long a request body may take to arrive (`http.idleTimeout`).
+    let idleTimeout: TimeAmount
 
     /// Legacy relyingparty names → v1 operations.
     static let legacyNames: [String: String] = [
@@ -173,23 +176,15 @@ struct IdentityToolkitRoutes: Sendable {
             traceparent: request.headers[HTTPField.Name("traceparent")!].flatMap(TraceParent.init(header:))?.child() ?? .random())
     }
 
-    /// The request body, at most `WireBody.maximumSize` and within `http.idleTimeout` as a whole: the
+    /// The request body, at most `WireBody.maximumSize`, arriving whole within `http.idleTimeout`: the
     /// listener's idle timeout closes a connection that stops sending, but a body trickled a byte at a time
-    /// would otherwise hold the request open for hours.
+    /// would otherwise hold the request open for hours, so the connection is closed at the deadline. The
+    /// deadline is a timer on the connection's event loop, cancelled (and freed) as soon as the body is in.
     func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
-        let deadline = resolver.configuration.http.idleTimeout
-        let buffer = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-            group.addTask { try await request.body.collect(upTo: WireBody.maximumSize) }
-            group.addTask {
-                try await Task.sleep(for: deadline)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let buffer = first else {
-                throw HeraldError(.requestTimeout, "The request body did not arrive within \(DurationText.format(deadline)).")
-            }
-            return buffer
-        }
+        let channel = context.channel
+        let deadline = channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
+        defer { deadline.cancel() }
+        let buffer = try await request.body.collect(upTo: WireBody.maximumSize)
         return try WireBody.parse(buffer, contentType: request.headers[.contentType])
     }
 }

@@ -39,8 +39,6 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidArgument = Code("INVALID_ARGUMENT", status: "INVALID_ARGUMENT")
         /// A body over the limit (64 KiB); 413, as Google's front ends answer.
         public static let requestTooLarge = Code("REQUEST_TOO_LARGE", http: 413, reason: "badRequest", status: "INVALID_ARGUMENT")
-        /// A body that did not arrive in time (a client trickling it byte by byte); 408.
-        public static let requestTimeout = Code("REQUEST_TIMEOUT", http: 408, reason: "badRequest", status: "DEADLINE_EXCEEDED")
         public static let invalidJSON = Code(
             "INVALID_JSON", status: "INVALID_ARGUMENT", fixedMessage: "Invalid JSON payload received.")
         public static let invalidTemporaryProof = Code("INVALID_TEMPORARY_PROOF")
