@@ -131,7 +131,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
 /// passed, and publishes the last hour's verified÷sent ratio per country — a collapse of that ratio is
 /// the signature of SMS pumping.
 struct StoreMaintenance: Service {
-    let store: any HeraldStoreProtocol
+    let store: any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore
     let logger: Logger
 
     func run() async throws {

@@ -149,25 +149,33 @@ public struct TestConfiguration: Sendable {
 
 /// A free TCP port on 127.0.0.1 (bound and released; fine for tests).
 public func freePort() -> Int {
-    // The kernel may hand the same free port to two calls before either test binds it (suites run in
-    // parallel); a port is given out only once per test process.
+    // Ports come from 20000-32767, below the kernel's ephemeral range (32768-60999 here), so no fake server
+    // binding port 0 and no outgoing connection can take one between this call and the test's bind; and
+    // a port is handed out only once per test process (suites run in parallel).
     while true {
-        let port = unboundPort()
-        if handedOutPorts.withLock({ $0.insert(port).inserted }) { return port }
+        let port = nextCandidate.withLock { next -> Int in
+            defer { next = next >= 32767 ? 20000 : next + 1 }
+            return next
+        }
+        if handedOutPorts.withLock({ $0.contains(port) }) == false, isBindable(port) {
+            handedOutPorts.withLock { _ = $0.insert(port) }
+            return port
+        }
     }
 }
 
 private let handedOutPorts = Mutex<Set<Int>>([])
+/// Where the search starts: spread over the range by process id, so two test runs rarely meet.
+private let nextCandidate = Mutex(20000 + Int(getpid()) % 12000)
 
-private func unboundPort() -> Int {
+/// True when nothing listens on 127.0.0.1:`port` right now.
+private func isBindable(_ port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } } == 0
 }

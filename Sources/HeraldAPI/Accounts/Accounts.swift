@@ -7,7 +7,7 @@ import Metrics
 /// and the admin-only create and batchGet. End users act on themselves through an ID token; admins
 /// (bearer token from `admin.tokens`) act on any user by localId.
 struct Accounts: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any AccountStore & RateLimitStore
     let signedIn: SignedInUser
     let completion: SignInCompletion
     let limits: HeraldConfiguration.Limits

@@ -8,7 +8,7 @@ import HeraldCore
 /// The pending credential is stateless: the user, project, first-factor provider and an expiry, sealed
 /// with AES-GCM under the sealing key, so any API process can open it and nobody can forge one.
 struct SignInCompletion: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any AccountStore
     let tokens: TokenIssuer
     let keys: HeraldKeys
     let clock: any WallClock

@@ -5,7 +5,7 @@ import HeraldCore
 /// MISSING_ID_TOKEN; bad signature, another project → INVALID_ID_TOKEN; no such user →
 /// USER_NOT_FOUND; issued before `validSince` or expired → TOKEN_EXPIRED; disabled → USER_DISABLED.
 struct SignedInUser: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any AccountStore
     let tokens: TokenIssuer
     let clock: any WallClock
 

@@ -6,7 +6,7 @@ import Metrics
 /// The server side of Firebase email-link sign-in: `sendOobCode` (EMAIL_SIGNIN) stores a hashed,
 /// expiring, single-use code and queues the email; `signInWithEmailLink` spends it for a user.
 struct EmailLinkSignIn: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any OobCodeStore & AccountStore & DeliveryLedger & RateLimitStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let limits: HeraldConfiguration.Limits

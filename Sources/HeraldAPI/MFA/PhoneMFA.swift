@@ -6,7 +6,7 @@ import Logging
 /// and sign-in (`mfaSignIn:start|finalize`). Codes go out through the same sessions, limits, queue and
 /// templates as sign-in codes (template `mfa`); each session only works for the step it was sent for.
 struct PhoneMFA: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any AccountStore
     let phone: PhoneSignIn
     let verifier: AppVerifier
     let completion: SignInCompletion

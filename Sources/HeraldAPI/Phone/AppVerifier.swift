@@ -6,7 +6,7 @@ import Metrics
 /// App verification before any SMS: the silent-push handshake (`verifyClient` issues a receipt and
 /// pushes its secret to the device; the next send returns both) and the captcha fallback.
 struct AppVerifier: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any AppVerificationStore & DeliveryLedger & RateLimitStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let limits: HeraldConfiguration.Limits

@@ -6,7 +6,7 @@ import Metrics
 /// The server side of Firebase phone sign-in: `sendVerificationCode` creates a session and queues the
 /// SMS; `signInWithPhoneNumber` spends the session for a signed-in user.
 struct PhoneSignIn: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any VerificationStore & AccountStore & DeliveryLedger & RateLimitStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let tokens: TokenIssuer

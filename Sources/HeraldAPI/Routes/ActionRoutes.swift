@@ -56,7 +56,7 @@ struct ActionRoutes: Sendable {
 /// refuses anything else), browsers get no CORS grant except for loopback pages (`CrossOriginPolicy`),
 /// and a request must name a loopback host: a page on a rebound DNS name pointing at 127.0.0.1 is refused.
 struct EmulatorRoutes: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any OobCodeStore & VerificationStore & AccountStore
     let keys: HeraldKeys
     let configuration: HeraldConfiguration
     let clock: any WallClock

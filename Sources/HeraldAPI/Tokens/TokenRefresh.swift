@@ -3,7 +3,7 @@ import HeraldCore
 
 /// `POST /securetoken.googleapis.com/v1/token`: exchanges a refresh token for a fresh ID token.
 struct TokenRefresh: Sendable {
-    let store: any HeraldStoreProtocol
+    let store: any AccountStore
     let tokens: TokenIssuer
     let clock: any WallClock
 

@@ -171,6 +171,8 @@ public protocol VerificationStore: Sendable {
     func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession?
     /// Ends every open session of a number with the same purpose except `keeping` (a new code was sent).
     func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws
+    /// Open phone sessions of a project (devMode `verificationCodes`).
+    func openSessions(projectID: String, now: Date) async throws -> [VerificationSession]
 }
 
 /// Accounts and refresh tokens. Writes that would duplicate an email, phone number or localId in a
@@ -206,8 +208,6 @@ public protocol OobCodeStore: Sendable {
     func consumeOobCode(hash: String, at date: Date) async throws -> Bool
     /// Unused, unexpired codes of a project (devMode `oobCodes`).
     func openOobCodes(projectID: String, now: Date) async throws -> [OobRecord]
-    /// Open phone sessions of a project (devMode `verificationCodes`).
-    func openSessions(projectID: String, now: Date) async throws -> [VerificationSession]
     /// Deletes codes that expired before `date`; returns how many.
     func purgeOobCodes(expiredBefore date: Date) async throws -> Int
 }
