@@ -7,6 +7,29 @@ import Testing
 struct CodeAndSealingTests {
     let keys = HeraldKeys(master: Data(repeating: 7, count: 32))
 
+    @Test("SHA-256 hex and job signatures match known answers (RFC 4231 case 2 for the HMAC)")
+    func knownAnswers() throws {
+        #expect(SHA256Hex.digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256Hex.hex([0x00, 0x0f, 0xa0, 0xff]) == "000fa0ff")
+        let key = SymmetricKey(data: Data("Jefe".utf8))
+        let body = Data("what do ya want for nothing?".utf8)
+        let signature = JobSignature.sign(body, key: key)
+        #expect(signature == "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(JobSignature.verify(body, signature: signature, key: key))
+        #expect(JobSignature.verify(body, signature: signature.uppercased().replacingOccurrences(of: "SHA256=", with: "sha256="), key: key))
+        #expect(JobSignature.verify(body + Data(" ".utf8), signature: signature, key: key) == false)
+        #expect(JobSignature.verify(body, signature: "sha256=zz", key: key) == false)
+        #expect(JobSignature.verify(body, signature: nil, key: key) == false)
+    }
+
+    @Test("loopback hosts: localhost, 127/8, ::1 with or without brackets; nothing else")
+    func loopbackHosts() {
+        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.9.8.7", "::1", "[::1]"] { #expect(IPAddress.isLoopback(host: host), "\(host)") }
+        for host in ["0.0.0.0", "10.0.0.1", "localhost.evil.net", "::", "[::2]", "example.com", ""] {
+            #expect(IPAddress.isLoopback(host: host) == false, "\(host)")
+        }
+    }
+
     @Test("codes have the requested length, only digits, and leading zeros occur")
     func generation() {
         let codes = (0..<2000).map { _ in OneTimeCode.generate(length: 6) }

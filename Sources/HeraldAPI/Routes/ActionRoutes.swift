@@ -126,6 +126,6 @@ struct EmulatorRoutes: Sendable {
         } else if let colon = host.lastIndex(of: ":") {
             host = String(host[..<colon])
         }
-        return CrossOriginPolicy.isLoopback(host: host)
+        return IPAddress.isLoopback(host: host)
     }
 }

@@ -25,7 +25,7 @@ public struct TokenIssuer: Sendable {
         }
         let publicKey = privateKey.publicKey
         let digest = SHA256.hash(data: publicKey.derRepresentation)
-        self.keyID = Data(digest).prefix(20).map { String(format: "%02x", $0) }.joined()
+        self.keyID = SHA256Hex.hex(Data(digest).prefix(20))
         let (modulus, exponent) = try publicKey.getKeyPrimitives()
         let jwk: [String: String] = [
             "kty": "RSA", "alg": "RS256", "use": "sig", "kid": keyID,

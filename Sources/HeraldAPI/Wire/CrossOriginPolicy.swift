@@ -50,9 +50,9 @@ struct CrossOriginPolicy: RouterMiddleware {
     /// The decision for a page at `origin` calling `path`.
     func allows(origin: String, path: String) -> Bool {
         guard let host = Self.host(ofOrigin: origin) else { return false }
-        if path.hasPrefix("/emulator/v1/") { return Self.isLoopback(host: host) }
+        if path.hasPrefix("/emulator/v1/") { return IPAddress.isLoopback(host: host) }
         if path.contains("/projects/") { return false }
-        if devMode, Self.isLoopback(host: host) { return true }
+        if devMode, IPAddress.isLoopback(host: host) { return true }
         return ContinueURL.isAuthorized(host: host, domains: authorizedDomains)
     }
 
@@ -66,11 +66,5 @@ struct CrossOriginPolicy: RouterMiddleware {
         } catch {
             return nil
         }
-    }
-
-    /// `localhost`, 127.0.0.0/8 or `[::1]`.
-    static func isLoopback(host: String) -> Bool {
-        if host == "localhost" || host == "[::1]" { return true }
-        return IPAddress(host)?.isLoopback == true
     }
 }

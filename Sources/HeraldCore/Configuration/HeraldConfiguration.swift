@@ -43,9 +43,7 @@ public struct HeraldConfiguration: Sendable {
         public var metricsPort: Int
 
         /// True when `host` is a loopback address (where dev mode may listen).
-        public var isLoopback: Bool {
-            ["localhost", "::1", "[::1]"].contains(host.lowercased()) || IPAddress(host).map { $0.isLoopback } == true
-        }
+        public var isLoopback: Bool { IPAddress.isLoopback(host: host) }
     }
 
     /// `state`: the one directory Herald writes to (generated keys, SQLite file, local broker data).

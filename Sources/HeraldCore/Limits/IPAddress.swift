@@ -13,6 +13,14 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         isIPv4 ? bytes[12] == 127 : bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
     }
 
+    /// True when a host name names this machine: `localhost`, 127.0.0.0/8, `::1` or `[::1]`.
+    public static func isLoopback(host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "localhost" { return true }
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return IPAddress(bare)?.isLoopback == true
+    }
+
     public init?(_ text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let v4 = Self.parseIPv4(Substring(trimmed)) {
