@@ -12,6 +12,7 @@ test:
 
 stop:
 	@scripts/broker.sh stop
+	@scripts/postgres.sh stop
 
 build:
 	@scripts/setup.sh

@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Pure domain: no I/O, no logging. Time comes in, decisions go out.
@@ -67,7 +68,14 @@ let package = Package(
         ),
         .target(
             name: "HeraldStore",
-            dependencies: ["CSQLite", "HeraldCore"],
+            dependencies: [
+                "CSQLite", "HeraldCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -192,7 +200,7 @@ let package = Package(
         .target(
             name: "HeraldTesting",
             dependencies: [
-                "HeraldAMQP", "HeraldCore", "HeraldCurl", "HeraldRuntime",
+                "HeraldAMQP", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -227,7 +235,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "HeraldStoreTests", dependencies: ["HeraldCore", "HeraldStore"], swiftSettings: swiftSettings),
+            name: "HeraldStoreTests", dependencies: ["HeraldCore", "HeraldStore", "HeraldTesting", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
@@ -248,6 +257,7 @@ let package = Package(
                 "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

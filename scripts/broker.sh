@@ -12,8 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STATE_DIR=${HERALD_STATE_DIR:-.herald}
-# The state directory also holds keys and the SQLite store: owner-only.
-BASE="$(mkdir -p "$STATE_DIR" && chmod 700 "$STATE_DIR" && cd "$STATE_DIR" && pwd)/rabbitmq"
+# The state directory also holds keys and the SQLite store: created owner-only, left as it is when it exists (scripts/postgres.sh may have added o+x for its server).
+[ -d "$STATE_DIR" ] || mkdir -m 700 -p "$STATE_DIR"
+BASE="$(cd "$STATE_DIR" && pwd)/rabbitmq"
 PORT=${AMQP_PORT:-5672}
 DIST_PORT=${AMQP_DIST_PORT:-$((PORT + 20000))}
 NODE="herald@localhost"

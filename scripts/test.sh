@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: the same set-up as `make run`, a broker if none answers, then the whole suite.
-# The broker is left running for the next run; `make stop` stops it.
+# The broker and PostgreSQL are left running for the next run; `make stop` stops them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +8,9 @@ scripts/setup.sh --test
 # Formatting first (seconds): .swift-format pins the house style, the toolchain's swift-format checks it.
 swift format lint --strict --recursive --parallel Sources Tests Package.swift
 scripts/broker.sh start
+# A project-local PostgreSQL for the store conformance suite and the end-to-end runs on PostgreSQL.
+scripts/postgres.sh start
+export HERALDTEST_POSTGRES_URL="$(scripts/postgres.sh url)"
 # Every import must be a declared dependency of its target.
 swift build --build-tests --explicit-target-dependency-import-check error
 # End-to-end tests start the real executables from here.

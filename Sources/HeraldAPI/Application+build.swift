@@ -38,12 +38,12 @@ public struct APIDependencies: Sendable {
         self.services = services
     }
 
-    /// The SQLite store and a confirm-mode publisher connection that declares the topology on every
+    /// The configured store (SQLite or PostgreSQL) and a confirm-mode publisher connection that declares the topology on every
     /// (re)connect; keys come from `KeyMaterial` (configuration or `state.dir`).
     public static func live(
         configuration: HeraldConfiguration, sealingKey: Data, signingKeyPEM: String, logger: Logger
     ) async throws -> APIDependencies {
-        let store = try SQLiteStore(url: configuration.store.url)
+        let store = try await SQLStore.open(configuration.store, logger: logger)
         let topology = Topology(configuration: configuration)
         let connection = AMQPConnection(
             options: .init(

@@ -35,7 +35,7 @@ public enum ConfigurationLoader {
         } catch let error as ConfigError {
             throw error
         } catch {
-            throw ConfigError(key: "(file)", problem: "not valid YAML: \(error)")
+            throw ConfigError(key: "(file)", problem: "not valid YAML: \(Self.safeDescription(error))")
         }
         // Only variables under a top-level key are Herald's to validate; the rest, and Kubernetes service
         // links (a Service named `herald` injects `HERALD_PORT=tcp://…`, `HERALD_SERVICE_HOST`, …), are left
@@ -135,7 +135,23 @@ public enum ConfigurationLoader {
         } catch let error as ConfigError {
             throw error
         } catch {
-            throw ConfigError(key: variable, problem: "not valid YAML flow syntax: \(error)")
+            throw ConfigError(key: variable, problem: "not valid YAML flow syntax: \(Self.safeDescription(error))")
+        }
+    }
+
+    /// What went wrong and where, without the document: Yams's own description quotes the whole
+    /// file (passwords in `store.url` and `amqp.url`, SMTP credentials) into the error.
+    static func safeDescription(_ error: any Error) -> String {
+        guard let yaml = error as? YamlError else { return "unreadable" }
+        switch yaml {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            return "\(problem) at line \(mark.line), column \(mark.column)"
+        case .reader(let problem, let offset, _, _):
+            return "\(problem)\(offset.map { " at byte \($0)" } ?? "")"
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            return "duplicate key(s) \(duplicates.sorted().joined(separator: ", ")) at line \(context.mark.line), column \(context.mark.column)"
+        default:
+            return "unreadable"
         }
     }
 

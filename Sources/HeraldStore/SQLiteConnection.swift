@@ -1,38 +1,13 @@
 import CSQLite
 import Foundation
 
-/// A value bound to or read from SQLite.
-public enum SQLiteValue: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob(Data)
-
-    var int: Int64? { if case .integer(let value) = self { value } else { nil } }
-    var string: String? { if case .text(let value) = self { value } else { nil } }
-    var data: Data? {
-        switch self {
-        case .blob(let value): value
-        case .text(let value): Data(value.utf8)
-        default: nil
-        }
-    }
-}
-
-/// A failed SQLite call, with SQLite's own message (never the bound values).
-public struct StoreError: Error, CustomStringConvertible, Sendable {
-    public var code: Int32
-    public var message: String
-    public var description: String { "SQLite error \(code): \(message)" }
-}
-
-/// One SQLite connection. Not thread-safe: `SQLiteStore` confines it to a serial queue, which is
+/// One SQLite connection. Not thread-safe: `SQLiteBackend` confines it to a serial queue, which is
 /// why it may be passed across isolation domains (`@unchecked Sendable`) but is only ever used there.
 ///
 /// WAL mode lets readers proceed while one process writes; `busy_timeout` makes writers from several
 /// processes (API and workers on one machine) wait for each other instead of failing.
-final class SQLiteConnection: @unchecked Sendable {
+final class SQLiteConnection: SQLConnection, @unchecked Sendable {
+    let dialect = SQLDialect.sqlite
     private let db: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
@@ -43,7 +18,7 @@ final class SQLiteConnection: @unchecked Sendable {
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let handle { sqlite3_close_v2(handle) }
-            throw StoreError(code: status, message: "\(message) (\(path))")
+            throw StoreError(.failed, "SQLite \(status): \(message) (\(path))")
         }
         self.db = handle
         sqlite3_busy_timeout(db, Int32(busyTimeout.components.seconds * 1000))
@@ -58,7 +33,13 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     private func error(_ status: Int32) -> StoreError {
-        StoreError(code: status, message: String(cString: sqlite3_errmsg(db)))
+        let message = String(cString: sqlite3_errmsg(db))
+        // "UNIQUE constraint failed: users.project_id, users.email" names the columns, not the index.
+        let extended = sqlite3_extended_errcode(db)
+        if extended == herald_sqlite_constraint_unique() || extended == herald_sqlite_constraint_primarykey() {
+            return StoreError(.unique(message), "SQLite \(status): \(message)")
+        }
+        return StoreError(.failed, "SQLite \(status): \(message)")
     }
 
     /// Runs one or more statements without bindings (schema, pragmas, transactions).
@@ -69,7 +50,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs one statement with bindings and returns its rows (RETURNING included).
     @discardableResult
-    func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+    func query(_ sql: String, _ bindings: [SQLValue]) throws -> [[SQLValue]] {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -90,12 +71,12 @@ final class SQLiteConnection: @unchecked Sendable {
             }
             guard status == SQLITE_OK else { throw error(status) }
         }
-        var rows: [[SQLiteValue]] = []
+        var rows: [[SQLValue]] = []
         while true {
             let status = sqlite3_step(statement)
             if status == SQLITE_DONE { break }
             guard status == SQLITE_ROW else { throw error(status) }
-            var row: [SQLiteValue] = []
+            var row: [SQLValue] = []
             for column in 0..<sqlite3_column_count(statement) {
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
@@ -141,4 +122,54 @@ final class SQLiteConnection: @unchecked Sendable {
             throw error
         }
     }
+}
+
+extension SQLiteConnection {
+    /// A transaction here already holds the only write lock (`BEGIN IMMEDIATE`).
+    func lock(_ key: String) throws {}
+}
+
+/// The embedded backend: one SQLite file shared by every Herald process on a machine, one connection
+/// per process confined to a serial queue (off the cooperative pool: SQLite may wait on another
+/// process's write lock).
+final class SQLiteBackend: SQLBackend {
+    let dialect = SQLDialect.sqlite
+    private let connection: SQLiteConnection
+    private let queue = DispatchQueue(label: "herald.sqlite")
+
+    /// Opens (creating if needed) the database at `path`. The file holds account data and code
+    /// hashes: owner-only.
+    init(path: String) throws {
+        try createOwnerOnlyFile(path)
+        self.connection = try SQLiteConnection(path: path)
+    }
+
+    func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { [connection] in
+                continuation.resume(with: Result { try body(connection) })
+            }
+        }
+    }
+
+    /// Runs `body` on the calling thread (start-up work such as migrations, before any request).
+    func runNow<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try queue.sync { try body(connection) }
+    }
+
+    func close() async {}
+}
+
+/// Creates the database file 0600 in a directory created 0700 (SQLite gives its -wal and -shm files
+/// the file's mode).
+private func createOwnerOnlyFile(_ path: String) throws {
+    let directory = (path as NSString).deletingLastPathComponent
+    if directory.isEmpty == false {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+    let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else { throw StoreError(.failed, "cannot create \(path): \(String(cString: strerror(errno)))") }
+    fchmod(descriptor, 0o600)
+    close(descriptor)
 }

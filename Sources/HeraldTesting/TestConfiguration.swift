@@ -27,6 +27,8 @@ public struct TestConfiguration: Sendable {
     public var testNumbers: [String: String] = ["+16505553434": "654321"]
     public var sealingKey: String? = Data(SecureRandom.bytes(32)).base64EncodedString()
     public var amqpURL = TestBroker.url
+    /// `store.url`; nil = SQLite in the state directory (`TestStore.freshURL()` gives a PostgreSQL one).
+    public var storeURL: String? = nil
     public var publishTimeout = "3s"
     public var shutdownGrace = "10s"
     public var deliveryLimit = 10
@@ -94,6 +96,7 @@ public struct TestConfiguration: Sendable {
             state: {dir: "\(stateDir)"}
             amqp: {url: "\(amqpURL)", exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s}
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}
+            store: {url: "\(storeURL ?? "sqlite:\(stateDir)/herald.sqlite")", poolSize: 8}
             devMode: \(devMode ?? (provider == "console" || emailProvider == "console"))
             admin: {tokens: [\(adminTokens.map { "\"\($0)\"" }.joined(separator: ", "))]}
             logging: {level: \(logLevel), format: \(logFormat)}

@@ -11,7 +11,7 @@ import Logging
 struct HeraldAdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-admin", abstract: "Operate a Herald installation.", version: BuildInfo.versionLine,
-        subcommands: [Topology.self, DeadLetters.self, Limits.self])
+        subcommands: [Topology.self, DeadLetters.self, Limits.self, Store.self])
 
     struct Topology: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -130,7 +130,7 @@ extension HeraldAdminCommand.DeadLetters {
         func run() async throws {
             let (configuration, topology, connection) = try await adminConnection(options)
             guard let jobType = JobType(rawValue: type) else { throw ValidationError("unknown job type \(type)") }
-            let store = try SQLiteStore(url: configuration.store.url)
+            let store = try await SQLStore.open(configuration.store, logger: Logger(label: "herald-admin"))
             var replayed = 0
             while replayed < limit {
                 guard let message = try await connection.perform({ try $0.get(topology.deadQueue(jobType), acknowledge: false) }) else { break }
@@ -154,9 +154,56 @@ extension HeraldAdminCommand.DeadLetters {
 }
 
 /// The store named by the configuration, for commands that need no broker.
-func adminStore(_ options: CommonOptions) throws -> (HeraldConfiguration, SQLiteStore) {
+func adminStore(_ options: CommonOptions, migrate: Bool = true) async throws -> (HeraldConfiguration, SQLStore) {
     let (configuration, _) = try ConfigurationLoader.loadOrExitCode(path: options.config)
-    return (configuration, try SQLiteStore(url: configuration.store.url))
+    HeraldLogging.bootstrap(.init(level: "warning", format: configuration.logging.format))
+    return (configuration, try await SQLStore.open(configuration.store, migrate: migrate, logger: Logger(label: "herald-admin")))
+}
+
+extension HeraldAdminCommand {
+    struct Store: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The shared store (SQLite or PostgreSQL): schema migrations and status.", subcommands: [Migrate.self, Status.self])
+
+        /// `herald-admin store migrate`: what every process also does at start-up.
+        struct Migrate: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Bring the store's schema up to date (every Herald process also does this at start-up, under a lock).")
+            @OptionGroup var options: CommonOptions
+
+            func run() async throws {
+                let (configuration, store) = try await adminStore(options, migrate: false)
+                let applied: [Int]
+                if case .postgres(let location) = configuration.store.location {
+                    applied = try await store.migrate(schema: location.schema)
+                } else {
+                    applied = try await store.migrate()
+                }
+                let status = try await store.status()
+                print(
+                    applied.isEmpty
+                        ? "store: schema already at version \(status.version)"
+                        : "store: applied versions \(applied.map(String.init).joined(separator: ", ")); schema now at version \(status.version)")
+                await store.close()
+            }
+        }
+
+        /// `herald-admin store status`: backend, schema version, rows per table; never migrates.
+        struct Status: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Show the store's backend, schema version and rows per table.")
+            @OptionGroup var options: CommonOptions
+
+            func run() async throws {
+                let (configuration, store) = try await adminStore(options, migrate: false)
+                let status = try await store.status()
+                print("backend\t\(status.backend.rawValue)\t\(configuration.store.location.redacted)")
+                let behind = status.version < status.latest ? " (behind: run herald-admin store migrate)" : ""
+                print("schema\t\(status.version)\tof \(status.latest) known to this build\(behind)")
+                for (table, rows) in status.rows { print("rows\t\(table)\t\(rows)") }
+                await store.close()
+            }
+        }
+    }
 }
 
 extension HeraldAdminCommand.Limits {
@@ -171,7 +218,7 @@ extension HeraldAdminCommand.Limits {
 
         func run() async throws {
             guard LimitKind(rawValue: kind) != nil else { throw ValidationError("unknown kind '\(kind)'") }
-            let (_, store) = try adminStore(options)
+            let (_, store) = try await adminStore(options)
             let states = try await store.rateStates(kind: kind, subject: subject, project: project)
             let now = Date().microsecondsSince1970
             for (key, tat) in states {
@@ -196,7 +243,7 @@ extension HeraldAdminCommand.Limits {
 
         func run() async throws {
             guard LimitKind(rawValue: kind) != nil else { throw ValidationError("unknown kind '\(kind)'") }
-            let (_, store) = try adminStore(options)
+            let (_, store) = try await adminStore(options)
             let removed = try await store.resetRates(kind: kind, subject: subject, project: project)
             print("reset \(removed) limit key(s) for \(kind) \(subject)")
         }
@@ -211,7 +258,7 @@ extension HeraldAdminCommand.Limits {
             @OptionGroup var options: CommonOptions
 
             func run() async throws {
-                let (_, store) = try adminStore(options)
+                let (_, store) = try await adminStore(options)
                 let blocks = try await store.prefixBlocks(now: Date())
                 for block in blocks {
                     print("\(block.projectID)\t\(block.prefix)\tuntil \(Timestamp.format(block.until))\t\(block.reason)")
@@ -227,7 +274,7 @@ extension HeraldAdminCommand.Limits {
             @Option(help: "Project of the block.") var project: String
 
             func run() async throws {
-                let (_, store) = try adminStore(options)
+                let (_, store) = try await adminStore(options)
                 guard try await store.liftPrefixBlock(projectID: project, prefix: prefix) else {
                     throw ValidationError("no block for \(prefix) in project \(project)")
                 }

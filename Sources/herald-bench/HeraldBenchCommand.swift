@@ -81,7 +81,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     func limiterDecisions() async throws {
         let directory = NSTemporaryDirectory() + "herald-bench-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try SQLiteStore(path: directory + "/herald.sqlite")
+        let store = try SQLStore(sqlitePath: directory + "/herald.sqlite")
         let parameters = GCRA.Parameters(RatePolicy.parse("1000/1s burst 100")!)
         let runs: [(String, @Sendable (Int) -> String)] = [
             ("one hot key", { _ in "number:bench:+15555550100|1000/1s" }),

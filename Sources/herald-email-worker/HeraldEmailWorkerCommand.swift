@@ -19,7 +19,7 @@ struct HeraldEmailWorkerCommand: AsyncParsableCommand {
         let (configuration, logger) = try options.boot("herald-email-worker") {
             ["provider": .string($0.email.provider), "smtp": .string($0.email.provider == "smtp" ? $0.email.smtpURL : "-")]
         }
-        let store = try SQLiteStore(url: configuration.store.url)
+        let store = try await SQLStore.open(configuration.store, logger: logger)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let channel: any EmailChannel =
             configuration.email.provider == "console"

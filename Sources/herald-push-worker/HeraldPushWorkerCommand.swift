@@ -20,7 +20,7 @@ struct HeraldPushWorkerCommand: AsyncParsableCommand {
     func run() async throws {
         let (configuration, logger) = try options.boot("herald-push-worker") { ["provider": .string($0.push.provider)] }
 
-        let store = try SQLiteStore(url: configuration.store.url)
+        let store = try await SQLStore.open(configuration.store, logger: logger)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let delivery: any PushDelivery
         if configuration.push.provider == "console" {

@@ -18,7 +18,7 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
     func run() async throws {
         let (configuration, logger) = try options.boot("herald-sms-worker") { ["provider": .string($0.sms.provider)] }
 
-        let store = try SQLiteStore(url: configuration.store.url)
+        let store = try await SQLStore.open(configuration.store, logger: logger)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let channel: any DeliveryChannel =
             configuration.sms.provider == "console"

@@ -62,6 +62,57 @@ struct ConfigurationTests {
         #expect(configuration.sms.templates.template("verification", locale: "de-AT")?.locale == "de")
     }
 
+    @Test("store.url: sqlite paths and postgres URLs with percent-encoded credentials, sslmode and schema; bad ones are named")
+    func storeURLs() throws {
+        let postgres = try ConfigurationLoader.parse(
+            yaml: Self.minimal
+                + "\nstore: {url: \"postgres://herald:p%40ss%2Fword@db.example.net:6432/herald?sslmode=verify-full&schema=eu1\", poolSize: 32, tls: {caFile: /etc/herald/db-ca.pem}}\n"
+        )
+        guard case .postgres(let location) = postgres.store.location else {
+            Issue.record("not parsed as PostgreSQL")
+            return
+        }
+        #expect(location.host == "db.example.net")
+        #expect(location.port == 6432)
+        #expect(location.user == "herald")
+        #expect(location.password == "p@ss/word")
+        #expect(location.database == "herald")
+        #expect(location.sslMode == .verifyFull)
+        #expect(location.schema == "eu1")
+        #expect(postgres.store.poolSize == 32)
+        #expect(postgres.store.caFile == "/etc/herald/db-ca.pem")
+        #expect(location.redacted == "postgres://herald:***@db.example.net:6432/herald?sslmode=verify-full&schema=eu1")
+        #expect(postgres.store.location.redacted.contains("p%40ss") == false)
+
+        let defaults = try StoreLocation(parsing: "postgresql://h@[::1]/db")
+        #expect(defaults == .postgres(.init(host: "::1", port: 5432, user: "h", password: nil, database: "db", sslMode: .prefer, schema: nil)))
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).store.location == .sqlite(path: ".herald/herald.sqlite"))
+
+        for (url, says) in [
+            ("postgres://db.example.net/herald", "needs a user"),
+            ("postgres://u:p@db.example.net", "needs a database"),
+            ("postgres://u:p@db.example.net/herald?sslmode=maybe", "sslmode must be one of"),
+            ("postgres://u:p@db.example.net/herald?schema=Drop;Table", "schema must be"),
+            ("postgres://u:p@db.example.net/herald?timeout=5", "does not know the parameter 'timeout'"),
+            ("mysql://u:p@db/herald", "must be sqlite:<path> or postgres://"),
+            ("sqlite:", "needs a path"),
+        ] {
+            let error = problem(Self.minimal + "\nstore: {url: \"\(url)\"}\n")
+            #expect(error?.key == "store.url", "\(url)")
+            #expect(error?.problem.contains(says) == true, "\(url): \(error?.problem ?? "accepted")")
+            #expect(error?.problem.contains(":p@") != true, "\(url): the password is repeated")
+        }
+        #expect(problem(Self.minimal + "\nstore: {tls: {caFile: /x.pem}}\n")?.key == "store.tls")
+        // A broken file is located, never quoted: Yams's own message would carry every password in it.
+        let broken = problem(Self.minimal + "\nstore:\n  url: \"postgres://u:s3cret@db/herald\"\n  url: x\n")
+        #expect(broken?.problem.contains("duplicate key(s) url at line") == true, "\(broken?.problem ?? "accepted")")
+        #expect(broken?.problem.contains("s3cret") == false)
+        let unparsable = problem(Self.minimal + "\nstore: {url: \"postgres://u:s3cret@db/herald\"\nbad: [\n")
+        #expect(unparsable?.problem.contains("line") == true)
+        #expect(unparsable?.problem.contains("s3cret") == false)
+        #expect(problem(Self.minimal + "\nstore: {poolSize: 0}\n")?.key == "store.poolSize")
+    }
+
     @Test("an unknown key stops start-up naming the key and suggesting the right one")
     func unknownKey() {
         let error = problem(Self.minimal + "\n  htp: {timeout: 5s}\n")

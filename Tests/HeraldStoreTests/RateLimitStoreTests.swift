@@ -3,122 +3,171 @@ import HeraldCore
 import HeraldStore
 import Testing
 
-@Suite("Rate-limit state in SQLite")
+/// Rate-limit state, run against SQLite, PostgreSQL and the memory store.
+@Suite("Rate-limit state")
 struct RateLimitStoreTests {
-    let path = NSTemporaryDirectory() + "herald-limits-\(UUID().uuidString)/herald.sqlite"
-
-    @Test("the store's single statement decides exactly as the GCRA model, event by event")
-    func matchesModel() async throws {
-        let store = try SQLiteStore(path: path)
-        var generator = SystemRandomNumberGenerator()
-        for policyText in ["3/1m", "10/1s burst 2", "1000/1h burst 50", "7/10s"] {
-            let parameters = GCRA.Parameters(RatePolicy.parse(policyText)!)
-            let key = "number:p:+1|\(policyText)"
-            var modelTAT: Int64?
-            var now: Int64 = 1_800_000_000_000_000
-            for _ in 0..<300 {
-                now += Int64.random(in: 0...(parameters.interval * 2), using: &generator)
-                let expected = GCRA.decide(tat: modelTAT, now: now, parameters: parameters)
-                if expected.allowed { modelTAT = expected.tat }
-                let actual = try await store.rateDecision(key: key, parameters: parameters, now: now)
-                #expect(actual == expected, "\(policyText) at \(now)")
+    @Test("the store's single statement decides exactly as the GCRA model, event by event", arguments: StoreKind.allCases)
+    func matchesModel(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            var generator = SystemRandomNumberGenerator()
+            for policyText in ["3/1m", "10/1s burst 2", "1000/1h burst 50", "7/10s"] {
+                let parameters = GCRA.Parameters(RatePolicy.parse(policyText)!)
+                let key = "number:p:+1|\(policyText)"
+                var modelTAT: Int64?
+                var now: Int64 = 1_800_000_000_000_000
+                for _ in 0..<300 {
+                    now += Int64.random(in: 0...(parameters.interval * 2), using: &generator)
+                    let expected = GCRA.decide(tat: modelTAT, now: now, parameters: parameters)
+                    if expected.allowed { modelTAT = expected.tat }
+                    let actual = try await store.rateDecision(key: key, parameters: parameters, now: now)
+                    #expect(actual == expected, "\(policyText) at \(now)")
+                }
             }
         }
     }
 
-    @Test("concurrent decisions from two processes never allow more than the policy")
-    func concurrentAcrossConnections() async throws {
-        let first = try SQLiteStore(path: path)
-        let second = try SQLiteStore(path: path)
-        let parameters = GCRA.Parameters(RatePolicy.parse("3/10m")!)
-        let now = Date().microsecondsSince1970
-        let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for index in 0..<200 {
-                let store = index.isMultiple(of: 2) ? first : second
-                group.addTask { try await store.rateDecision(key: "number:p:+15555550100|3/10m", parameters: parameters, now: now).allowed }
+    @Test("concurrent decisions from two processes never allow more than the policy", arguments: StoreKind.allCases)
+    func concurrentAcrossConnections(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            let parameters = GCRA.Parameters(RatePolicy.parse("3/10m")!)
+            let now = Date().microsecondsSince1970
+            let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<200 {
+                    let store = index.isMultiple(of: 2) ? first : second
+                    group.addTask { try await store.rateDecision(key: "number:p:+15555550100|3/10m", parameters: parameters, now: now).allowed }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
-            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            #expect(allowed == 3)
+            await fixture.tearDown(second)
         }
-        #expect(allowed == 3)
     }
 
-    @Test("the limiter spends all checks or none")
-    func allOrNothing() async throws {
-        let store = try SQLiteStore(path: path)
-        let limiter = RateLimiter(store: store)
-        let phone = try PhoneNumber(parsing: "+15555550100")
-        let wide = LimitCheck(kind: .ip, scope: "p", subject: "203.0.113.7", policy: RatePolicy.parse("100/1m")!)
-        let narrow = LimitCheck(kind: .number, scope: "p", subject: phone.e164, policy: RatePolicy.parse("1/1h")!)
-        // One instant for every step: the outcome must not depend on how fast the machine is.
-        let now = Date()
-        #expect(try await limiter.admit([wide, narrow], now: now) == nil)
-        let refusal = try #require(try await limiter.admit([wide, narrow], now: now))
-        #expect(refusal.check == narrow)
-        #expect(refusal.retryAfter > .seconds(3500))
-        // The refused request gave its IP event back: only one of 100 is spent.
-        let ip = try await store.rateStates(kind: "ip", subject: "203.0.113.7", project: nil)
-        let remaining = GCRA.remaining(tat: ip.first?.tat, now: now.microsecondsSince1970, parameters: GCRA.Parameters(wide.policy))
-        #expect(remaining == 99)
-    }
-
-    @Test("support lookups match the exact subject, IPv6 colons included; reset and purge forget keys")
-    func lookupResetPurge() async throws {
-        let store = try SQLiteStore(path: path)
-        let now = Date().microsecondsSince1970
-        let policy = GCRA.Parameters(RatePolicy.parse("5/1h")!)
-        for key in ["ip:a:2001:db8:0:1:0:0:0:0/64|5/1h", "ip:b:2001:db8:0:1:0:0:0:0/64|5/1h", "ip:a:0:1:0:0:0:0/64|5/1h", "number:a:+1|5/1h"] {
-            _ = try await store.rateDecision(key: key, parameters: policy, now: now)
+    @Test("the limiter spends all checks or none", arguments: StoreKind.allCases)
+    func allOrNothing(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let limiter = RateLimiter(store: store)
+            let phone = try PhoneNumber(parsing: "+15555550100")
+            let wide = LimitCheck(kind: .ip, scope: "p", subject: "203.0.113.7", policy: RatePolicy.parse("100/1m")!)
+            let narrow = LimitCheck(kind: .number, scope: "p", subject: phone.e164, policy: RatePolicy.parse("1/1h")!)
+            // One instant for every step: the outcome must not depend on how fast the machine is.
+            let now = Date()
+            #expect(try await limiter.admit([wide, narrow], now: now) == nil)
+            let refusal = try #require(try await limiter.admit([wide, narrow], now: now))
+            #expect(refusal.check == narrow)
+            #expect(refusal.retryAfter > .seconds(3500))
+            // The refused request gave its IP event back: only one of 100 is spent.
+            let ip = try await store.rateStates(kind: "ip", subject: "203.0.113.7", project: nil)
+            let remaining = GCRA.remaining(tat: ip.first?.tat, now: now.microsecondsSince1970, parameters: GCRA.Parameters(wide.policy))
+            #expect(remaining == 99)
         }
-        #expect(try await store.rateStates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: nil).count == 2)
-        #expect(try await store.rateStates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: "a").count == 1)
-        #expect(try await store.rateStates(kind: "ip", subject: "0:1:0:0:0:0/64", project: nil).count == 1)
-        #expect(try await store.resetRates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: nil) == 2)
-        #expect(try await store.rateStates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: nil).isEmpty)
-        // Keys whose TAT has passed allow as much as missing ones: purge drops them.
-        #expect(try await store.purgeRates(before: now + 3_600_000_000) == 2)
-        #expect(try await store.rateStates(kind: "number", subject: "+1", project: nil).isEmpty)
     }
 
-    @Test("prefix velocity trips into a block that lookups see until lifted")
-    func blocks() async throws {
-        let store = try SQLiteStore(path: path)
-        let settings = PrefixVelocity.Settings(enabled: true, window: .seconds(600), multiple: 10, minimumSends: 5, blockFor: .seconds(3600))
-        let now = Date()
-        var trips: [Bool] = []
-        for _ in 0..<6 { trips.append(try await store.observePrefix(projectID: "p", prefix: "+88216", settings: settings, now: now)) }
-        #expect(trips == [false, false, false, false, false, true])
-        let block = try #require(try await store.prefixBlock(projectID: "p", prefix: "+88216", now: now))
-        #expect(abs(block.until.timeIntervalSince(now) - 3600) < 1)
-        #expect(block.reason.contains("6 sends in 10m"))
-        #expect(try await store.prefixBlock(projectID: "other", prefix: "+88216", now: now) == nil)
-        #expect(try await store.prefixBlock(projectID: "p", prefix: "+88216", now: now.addingTimeInterval(3601)) == nil)
-        #expect(try await store.prefixBlocks(now: now).map(\.prefix) == ["+88216"])
-        #expect(try await store.liftPrefixBlock(projectID: "p", prefix: "+88216"))
-        #expect(try await store.prefixBlock(projectID: "p", prefix: "+88216", now: now) == nil)
-        // Lifting restarts the count: the next send does not trip again at once.
-        #expect(try await store.observePrefix(projectID: "p", prefix: "+88216", settings: settings, now: now) == false)
-        #expect(try await store.liftPrefixBlock(projectID: "p", prefix: "+88216") == false)
-    }
-
-    @Test("conversion per region counts SMS sessions and verified ones, not test numbers")
-    func conversion() async throws {
-        let store = try SQLiteStore(path: path)
-        let now = Date()
-        func session(_ region: String, sms: Bool, verified: Bool) async throws {
-            let id = UUID().uuidString
-            try await store.insertSession(
-                VerificationSession(
-                    id: id, projectID: "p", phoneNumber: "+1", region: region, codeHash: Data(), createdAt: now,
-                    expiresAt: now.addingTimeInterval(300), maxAttempts: 5, jobID: sms ? UUID() : nil))
-            if verified { _ = try await store.consumeSession(id: id, at: now) }
+    @Test("support lookups match the exact subject, IPv6 colons included; reset and purge forget keys", arguments: StoreKind.allCases)
+    func lookupResetPurge(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date().microsecondsSince1970
+            let policy = GCRA.Parameters(RatePolicy.parse("5/1h")!)
+            for key in ["ip:a:2001:db8:0:1:0:0:0:0/64|5/1h", "ip:b:2001:db8:0:1:0:0:0:0/64|5/1h", "ip:a:0:1:0:0:0:0/64|5/1h", "number:a:+1|5/1h"] {
+                _ = try await store.rateDecision(key: key, parameters: policy, now: now)
+            }
+            #expect(try await store.rateStates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: nil).count == 2)
+            #expect(try await store.rateStates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: "a").count == 1)
+            #expect(try await store.rateStates(kind: "ip", subject: "0:1:0:0:0:0/64", project: nil).count == 1)
+            #expect(try await store.resetRates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: nil) == 2)
+            #expect(try await store.rateStates(kind: "ip", subject: "2001:db8:0:1:0:0:0:0/64", project: nil).isEmpty)
+            // Keys whose TAT has passed allow as much as missing ones: purge drops them.
+            #expect(try await store.purgeRates(before: now + 3_600_000_000) == 2)
+            #expect(try await store.rateStates(kind: "number", subject: "+1", project: nil).isEmpty)
         }
-        try await session("US", sms: true, verified: true)
-        try await session("US", sms: true, verified: false)
-        try await session("GB", sms: true, verified: false)
-        try await session("US", sms: false, verified: true)
-        let rows = try await store.conversion(since: now.addingTimeInterval(-60))
-        #expect(rows.map(\.region) == ["GB", "US"])
-        #expect(rows.map(\.sent) == [1, 2])
-        #expect(rows.map(\.verified) == [0, 1])
+    }
+
+    @Test("prefix velocity trips into a block that lookups see until lifted", arguments: StoreKind.allCases)
+    func blocks(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let settings = PrefixVelocity.Settings(enabled: true, window: .seconds(600), multiple: 10, minimumSends: 5, blockFor: .seconds(3600))
+            let now = Date()
+            var trips: [Bool] = []
+            for _ in 0..<6 { trips.append(try await store.observePrefix(projectID: "p", prefix: "+88216", settings: settings, now: now)) }
+            #expect(trips == [false, false, false, false, false, true])
+            let block = try #require(try await store.prefixBlock(projectID: "p", prefix: "+88216", now: now))
+            #expect(abs(block.until.timeIntervalSince(now) - 3600) < 1)
+            #expect(block.reason.contains("6 sends in 10m"))
+            #expect(try await store.prefixBlock(projectID: "other", prefix: "+88216", now: now) == nil)
+            #expect(try await store.prefixBlock(projectID: "p", prefix: "+88216", now: now.addingTimeInterval(3601)) == nil)
+            #expect(try await store.prefixBlocks(now: now).map(\.prefix) == ["+88216"])
+            #expect(try await store.liftPrefixBlock(projectID: "p", prefix: "+88216"))
+            #expect(try await store.prefixBlock(projectID: "p", prefix: "+88216", now: now) == nil)
+            // Lifting restarts the count: the next send does not trip again at once.
+            #expect(try await store.observePrefix(projectID: "p", prefix: "+88216", settings: settings, now: now) == false)
+            #expect(try await store.liftPrefixBlock(projectID: "p", prefix: "+88216") == false)
+        }
+    }
+
+    @Test("conversion per region counts SMS sessions and verified ones, not test numbers", arguments: StoreKind.allCases)
+    func conversion(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date()
+            func session(_ region: String, sms: Bool, verified: Bool) async throws {
+                let id = UUID().uuidString
+                try await store.insertSession(
+                    VerificationSession(
+                        id: id, projectID: "p", phoneNumber: "+1", region: region, codeHash: Data(), createdAt: now,
+                        expiresAt: now.addingTimeInterval(300), maxAttempts: 5, jobID: sms ? UUID() : nil))
+                if verified { _ = try await store.consumeSession(id: id, at: now) }
+            }
+            try await session("US", sms: true, verified: true)
+            try await session("US", sms: true, verified: false)
+            try await session("GB", sms: true, verified: false)
+            try await session("US", sms: false, verified: true)
+            let rows = try await store.conversion(since: now.addingTimeInterval(-60))
+            #expect(rows.map(\.region) == ["GB", "US"])
+            #expect(rows.map(\.sent) == [1, 2])
+            #expect(rows.map(\.verified) == [0, 1])
+        }
+    }
+
+    @Test("several decisions at once from two processes are all-or-nothing: exactly the narrow allowance passes", arguments: StoreKind.allCases)
+    func concurrentBatches(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            let wide = (key: "ip:p:203.0.113.7|1000/1m", parameters: GCRA.Parameters(RatePolicy.parse("1000/1m")!))
+            let narrow = (key: "number:p:+15555550100|3/10m", parameters: GCRA.Parameters(RatePolicy.parse("3/10m")!))
+            let now = Date().microsecondsSince1970
+            let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<100 {
+                    let store = index.isMultiple(of: 2) ? first : second
+                    // Half the requests check the keys in the other order: no deadlock may lose one.
+                    let entries = index.isMultiple(of: 4) ? [wide, narrow] : [narrow, wide]
+                    group.addTask { try await store.rateDecisions(entries, now: now) == nil }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(allowed == 3)
+            let ip = try await first.rateStates(kind: "ip", subject: "203.0.113.7", project: nil)
+            #expect(GCRA.remaining(tat: ip.first?.tat, now: now, parameters: wide.parameters) == 997)
+            await fixture.tearDown(second)
+        }
+    }
+
+    @Test("prefix velocity counts every send when two processes observe at once", arguments: StoreKind.allCases)
+    func concurrentVelocity(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            let settings = PrefixVelocity.Settings(enabled: true, window: .seconds(600), multiple: 10, minimumSends: 20, blockFor: .seconds(60))
+            let now = Date()
+            let trips = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<30 {
+                    let store = index.isMultiple(of: 2) ? first : second
+                    group.addTask { try await store.observePrefix(projectID: "p", prefix: "+4479", settings: settings, now: now) }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            // Sends 21 to 30 are over the threshold of 20: each reports the trip.
+            #expect(trips == 10)
+            #expect(try await second.prefixBlock(projectID: "p", prefix: "+4479", now: now)?.reason.hasPrefix("30 sends") == true)
+            await fixture.tearDown(second)
+        }
     }
 }

@@ -3,19 +3,10 @@ import HeraldCore
 import HeraldStore
 import Testing
 
-/// The behaviour every store must have. Runs against a real SQLite file; two `SQLiteStore`s on one
-/// file stand for two processes.
-@Suite("Store conformance: SQLite")
+/// The behaviour every store must have, run against SQLite, PostgreSQL and the memory store. Two
+/// handles on one fixture stand for two processes (on several hosts, for PostgreSQL).
+@Suite("Store conformance")
 struct StoreConformanceTests {
-    let directory: String
-    let path: String
-
-    init() throws {
-        directory = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        path = directory + "/herald.sqlite"
-    }
-
     func session(id: String = UUID().uuidString, max: Int = 3, expiresIn: TimeInterval = 300) -> VerificationSession {
         let now = Date()
         return VerificationSession(
@@ -23,10 +14,10 @@ struct StoreConformanceTests {
             expiresAt: now.addingTimeInterval(expiresIn), maxAttempts: max, jobID: UUID())
     }
 
-    @Test("the store's directory is created 0700 and its files (database, -wal, -shm) 0600")
+    @Test("the SQLite store's directory is created 0700 and its files (database, -wal, -shm) 0600")
     func filePermissions() async throws {
-        let nested = directory + "/state"
-        let store = try SQLiteStore(path: nested + "/herald.sqlite")
+        let nested = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)/state"
+        let store = try SQLStore(sqlitePath: nested + "/herald.sqlite")
         try await store.insertSession(session())
         func mode(_ path: String) throws -> Int {
             try #require((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue)
@@ -37,163 +28,336 @@ struct StoreConformanceTests {
         }
     }
 
-    @Test("a session spends exactly maxAttempts reservations, then reports none left")
-    func reservations() async throws {
-        let store = try SQLiteStore(path: path)
-        let stored = session(max: 3)
-        try await store.insertSession(stored)
-        for expected in 1...3 {
-            let reservation = try #require(try await store.reserveCheckAttempt(sessionID: stored.id))
-            #expect(reservation.reserved)
-            #expect(reservation.session.attempts == expected)
-            #expect(reservation.session.jobID == stored.jobID)
-            #expect(reservation.session.codeHash == stored.codeHash)
-        }
-        let exhausted = try #require(try await store.reserveCheckAttempt(sessionID: stored.id))
-        #expect(exhausted.reserved == false)
-        #expect(exhausted.session.attempts == 3)
-        #expect(try await store.reserveCheckAttempt(sessionID: "unknown") == nil)
-    }
-
-    @Test("concurrent checks from two processes never spend more than the budget")
-    func concurrentReservations() async throws {
-        let first = try SQLiteStore(path: path)
-        let second = try SQLiteStore(path: path)
-        let stored = session(max: 5)
-        try await first.insertSession(stored)
-        let granted = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for index in 0..<60 {
-                let store = index.isMultiple(of: 2) ? first : second
-                group.addTask { try await store.reserveCheckAttempt(sessionID: stored.id)?.reserved ?? false }
+    @Test("a session spends exactly maxAttempts reservations, then reports none left", arguments: StoreKind.allCases)
+    func reservations(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let stored = session(max: 3)
+            try await store.insertSession(stored)
+            for expected in 1...3 {
+                let reservation = try #require(try await store.reserveCheckAttempt(sessionID: stored.id))
+                #expect(reservation.reserved)
+                #expect(reservation.session.attempts == expected)
+                #expect(reservation.session.jobID == stored.jobID)
+                #expect(reservation.session.codeHash == stored.codeHash)
             }
-            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            let exhausted = try #require(try await store.reserveCheckAttempt(sessionID: stored.id))
+            #expect(exhausted.reserved == false)
+            #expect(exhausted.session.attempts == 3)
+            #expect(try await store.reserveCheckAttempt(sessionID: "unknown") == nil)
         }
-        #expect(granted == 5)
     }
 
-    @Test("a session is consumed once")
-    func consumeOnce() async throws {
-        let store = try SQLiteStore(path: path)
-        let stored = session()
-        try await store.insertSession(stored)
-        #expect(try await store.consumeSession(id: stored.id, at: Date()))
-        #expect(try await store.consumeSession(id: stored.id, at: Date()) == false)
-        let after = try #require(try await store.reserveCheckAttempt(sessionID: stored.id))
-        #expect(after.reserved == false)
-        #expect(after.session.consumedAt != nil)
-    }
-
-    @Test("expired sessions are purged")
-    func purge() async throws {
-        let store = try SQLiteStore(path: path)
-        let old = session(expiresIn: -10)
-        let fresh = session()
-        try await store.insertSession(old)
-        try await store.insertSession(fresh)
-        #expect(try await store.purgeSessions(expiredBefore: Date()) == 1)
-        #expect(try await store.reserveCheckAttempt(sessionID: old.id) == nil)
-        #expect(try await store.reserveCheckAttempt(sessionID: fresh.id) != nil)
-    }
-
-    @Test("the same phone number finds the same user, created once even under a race")
-    func users() async throws {
-        let first = try SQLiteStore(path: path)
-        let second = try SQLiteStore(path: path)
-        let results = try await withThrowingTaskGroup(of: (UserAccount, Bool).self) { group in
-            for index in 0..<20 {
-                let store = index.isMultiple(of: 2) ? first : second
-                group.addTask { try await store.findOrCreateUser(projectID: "p", phoneNumber: "+15555550100", now: Date()) }
+    @Test("concurrent checks from two processes never spend more than the budget", arguments: StoreKind.allCases)
+    func concurrentReservations(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            let stored = session(max: 5)
+            try await first.insertSession(stored)
+            let granted = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<60 {
+                    let store = index.isMultiple(of: 2) ? first : second
+                    group.addTask { try await store.reserveCheckAttempt(sessionID: stored.id)?.reserved ?? false }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
+            #expect(granted == 5)
+            await fixture.tearDown(second)
+        }
+    }
+
+    @Test("a session is consumed once, also when two processes race", arguments: StoreKind.allCases)
+    func consumeOnce(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, store in
+            let second = try await fixture.open()
+            let stored = session()
+            try await store.insertSession(stored)
+            let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<20 {
+                    let handle = index.isMultiple(of: 2) ? store : second
+                    group.addTask { try await handle.consumeSession(id: stored.id, at: Date()) }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(wins == 1)
+            let after = try #require(try await store.reserveCheckAttempt(sessionID: stored.id))
+            #expect(after.reserved == false)
+            #expect(after.session.consumedAt != nil)
+            await fixture.tearDown(second)
+        }
+    }
+
+    @Test("expired sessions are purged", arguments: StoreKind.allCases)
+    func purge(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let old = session(expiresIn: -10)
+            let fresh = session()
+            try await store.insertSession(old)
+            try await store.insertSession(fresh)
+            #expect(try await store.purgeSessions(expiredBefore: Date()) == 1)
+            #expect(try await store.reserveCheckAttempt(sessionID: old.id) == nil)
+            #expect(try await store.reserveCheckAttempt(sessionID: fresh.id) != nil)
+        }
+    }
+
+    @Test("a new code ends the number's other open sessions of the same purpose; the newest open one is found", arguments: StoreKind.allCases)
+    func invalidateAndLatest(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            var older = session()
+            older.createdAt = Date().addingTimeInterval(-5)
+            let newer = session()
+            var enrolment = session()
+            enrolment.purpose = .mfaEnrollment(localID: "u1")
+            for stored in [older, newer, enrolment] { try await store.insertSession(stored) }
+            #expect(try await store.latestOpenSession(projectID: "p", phoneNumber: "+15555550100")?.id == newer.id)
+            try await store.invalidateSessions(projectID: "p", phoneNumber: "+15555550100", keeping: newer.id, at: Date())
+            #expect(try await store.reserveCheckAttempt(sessionID: older.id)?.reserved == false)
+            #expect(try await store.reserveCheckAttempt(sessionID: newer.id)?.reserved == true)
+            #expect(try await store.reserveCheckAttempt(sessionID: enrolment.id)?.reserved == true)
+            #expect(Set(try await store.openSessions(projectID: "p", now: Date()).map(\.id)) == [newer.id, enrolment.id])
+        }
+    }
+
+    @Test("the same phone number finds the same user, created once even under a race", arguments: StoreKind.allCases)
+    func users(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            let results = try await withThrowingTaskGroup(of: (UserAccount, Bool).self) { group in
+                for index in 0..<20 {
+                    let store = index.isMultiple(of: 2) ? first : second
+                    group.addTask { try await store.findOrCreateUser(projectID: "p", phoneNumber: "+15555550100", now: Date()) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Set(results.map(\.0.localID)).count == 1)
+            #expect(results.filter(\.1).count == 1)
+            let localID = results[0].0.localID
+            #expect(localID.count == 28)
+            #expect(localID.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) })
+            let other = try await first.findOrCreateUser(projectID: "other", phoneNumber: "+15555550100", now: Date())
+            #expect(other.created)
+            #expect(other.user.localID != localID)
+            #expect(try await first.user(projectID: "p", localID: localID)?.phoneNumber == "+15555550100")
+            #expect(try await first.user(projectID: "other", localID: localID) == nil)
+            await fixture.tearDown(second)
+        }
+    }
+
+    @Test("two accounts of a project never share an email or a phone number; a user reads back as written", arguments: StoreKind.allCases)
+    func accountConflicts(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date(timeIntervalSince1970: 1_800_000_000.123)
+            let alice = UserAccount(
+                localID: "a".padding(toLength: 28, withPad: "1", startingAt: 0), projectID: "p", phoneNumber: "+15555550100",
+                email: "alice@example.com", emailVerified: true, passwordHash: "h", displayName: "Alice", emailLinkSignin: true,
+                createdAt: now, lastLoginAt: now, validSince: now, disabled: false)
+            try await store.insertUser(alice)
+            #expect(try await store.user(projectID: "p", email: "ALICE@example.com") == alice)
+            var bob = alice
+            bob.localID = "b".padding(toLength: 28, withPad: "2", startingAt: 0)
+            bob.phoneNumber = nil
+            await #expect(throws: AccountConflict.emailExists) { try await store.insertUser(bob) }
+            bob.email = "bob@example.com"
+            try await store.insertUser(bob)
+            bob.phoneNumber = "+15555550100"
+            await #expect(throws: AccountConflict.phoneNumberExists) { try await store.updateUser(bob) }
+            var twin = alice
+            twin.email = "twin@example.com"
+            twin.phoneNumber = "+15555550177"
+            await #expect(throws: AccountConflict.localIDExists) { try await store.insertUser(twin) }
+            // The same email in another project is another account.
+            var elsewhere = alice
+            elsewhere.projectID = "q"
+            try await store.insertUser(elsewhere)
+
+            let enrollment = MFAEnrollment(enrollmentID: "e1", phoneNumber: "+15555550199", displayName: "work", enrolledAt: now)
+            try await store.addMFAEnrollment(enrollment, projectID: "p", localID: alice.localID)
+            #expect(try await store.user(projectID: "p", phoneNumber: "+15555550100")?.mfaEnrollments == [enrollment])
+            #expect(try await store.users(projectID: "p", after: nil, limit: 10).map(\.localID) == [alice.localID, bob.localID])
+            #expect(try await store.users(projectID: "p", after: alice.localID, limit: 10).map(\.localID) == [bob.localID])
+            #expect(try await store.removeMFAEnrollment(projectID: "p", localID: alice.localID, enrollmentID: "e1"))
+            #expect(try await store.removeMFAEnrollment(projectID: "p", localID: alice.localID, enrollmentID: "e1") == false)
+
+            try await store.insertRefreshToken(.init(tokenHash: "t", projectID: "p", localID: alice.localID, provider: "phone", createdAt: now))
+            #expect(try await store.deleteUser(projectID: "p", localID: alice.localID))
+            #expect(try await store.deleteUser(projectID: "p", localID: alice.localID) == false)
+            #expect(try await store.refreshToken(hash: "t") == nil)
+            #expect(try await store.deleteAllUsers(projectID: "p") == 1)
+            #expect(try await store.user(projectID: "q", email: "alice@example.com") != nil)
+        }
+    }
+
+    @Test("refresh tokens are found by hash", arguments: StoreKind.allCases)
+    func refreshTokens(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let record = RefreshTokenRecord(
+                tokenHash: "h1", projectID: "p", localID: "u", provider: "phone", createdAt: Date(timeIntervalSince1970: 1000))
+            try await store.insertRefreshToken(record)
+            #expect(try await store.refreshToken(hash: "h1") == record)
+            #expect(try await store.refreshToken(hash: "h2") == nil)
+        }
+    }
+
+    @Test("an oob code is consumed once, also when two processes race, and expired codes are purged", arguments: StoreKind.allCases)
+    func oobCodes(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, store in
+            let second = try await fixture.open()
+            let now = Date(timeIntervalSince1970: Double(Int(Date().timeIntervalSince1970)))
+            let code = OobRecord(
+                codeHash: "c1", projectID: "p", requestType: "EMAIL_SIGNIN", email: "a@example.com", createdAt: now,
+                expiresAt: now.addingTimeInterval(600), jobID: UUID(), linkSealed: "sealed")
+            let old = OobRecord(
+                codeHash: "c0", projectID: "p", requestType: "EMAIL_SIGNIN", email: "a@example.com", createdAt: now.addingTimeInterval(-900),
+                expiresAt: now.addingTimeInterval(-300))
+            try await store.insertOobCode(code)
+            try await store.insertOobCode(old)
+            #expect(try await second.oobCode(hash: "c1") == code)
+            #expect(try await store.openOobCodes(projectID: "p", now: now).map(\.codeHash) == ["c1"])
+            let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<20 {
+                    let handle = index.isMultiple(of: 2) ? store : second
+                    group.addTask { try await handle.consumeOobCode(hash: "c1", at: now) }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(wins == 1)
+            #expect(try await store.oobCode(hash: "c1")?.consumedAt == now)
+            #expect(try await store.purgeOobCodes(expiredBefore: now) == 1)
+            try await store.deleteOobCode(hash: "c1")
+            #expect(try await store.oobCode(hash: "c1") == nil)
+            await fixture.tearDown(second)
+        }
+    }
+
+    @Test(
+        "the delivery ledger lets a job be sent once, retried after a recorded failure, never after an unknown outcome",
+        arguments: StoreKind.allCases)
+    func ledger(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let job = UUID()
+            try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
+            #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
+            #expect(
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
+                    == .claimed(attempt: 1))
+            // Redelivered while w1 never recorded an outcome: in doubt, not sent again.
+            #expect(
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false)
+                    == .inDoubt(owner: "w1"))
+            try await store.recordDelivery(jobID: job, status: .retrying, reason: "503", now: Date())
+            #expect(
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false)
+                    == .claimed(attempt: 2))
+            try await store.recordDelivery(jobID: job, status: .sent, reason: nil, now: Date())
+            #expect(
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w3", now: Date(), reclaimInDoubt: false)
+                    == .finished(.sent))
+            let status = try #require(try await store.deliveryStatus(jobID: job))
+            #expect(status.status == .sent)
+            #expect(status.attempts == 2)
+        }
+    }
+
+    @Test("a job is claimed by exactly one of many workers racing on several processes", arguments: StoreKind.allCases)
+    func concurrentClaims(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            let job = UUID()
+            try await first.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
+            let claims = try await withThrowingTaskGroup(of: DeliveryClaim.self) { group in
+                for index in 0..<16 {
+                    let store = index.isMultiple(of: 2) ? first : second
+                    group.addTask {
+                        try await store.claimDelivery(
+                            jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w\(index)", now: Date(), reclaimInDoubt: false)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(claims.filter { $0 == .claimed(attempt: 1) }.count == 1)
+            #expect(claims.filter { if case .inDoubt = $0 { true } else { false } }.count == 15)
+            await fixture.tearDown(second)
+        }
+    }
+
+    @Test(
+        "a job without a ledger row, or re-addressed, is never claimed; in-doubt jobs can be reclaimed on request",
+        arguments: StoreKind.allCases)
+    func unknownMismatchAndReclaim(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let job = UUID()
+            func claim(_ project: String = "p", _ type: JobType = .sms, _ to: String = "+1", owner: String = "w1", reclaim: Bool = false)
+                async throws -> DeliveryClaim
+            {
+                try await store.claimDelivery(
+                    jobID: job, projectID: project, type: type, destination: to, owner: owner, now: Date(), reclaimInDoubt: reclaim)
+            }
+            #expect(try await claim() == .unknown)
+            #expect(try await store.deliveryStatus(jobID: job) == nil)
+            try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
+            #expect(try await claim("p", .sms, "+2") == .mismatch(field: "to"))
+            #expect(try await claim("q") == .mismatch(field: "project"))
+            #expect(try await claim("p", .email) == .mismatch(field: "type"))
+            #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
+            #expect(try await claim() == .claimed(attempt: 1))
+            #expect(try await claim(owner: "w2", reclaim: true) == .claimed(attempt: 2))
+            try await store.recordDelivery(jobID: job, status: .abandoned, reason: "publish failed", now: Date())
+            #expect(try await claim(owner: "w3", reclaim: true) == .finished(.abandoned))
+            #expect(try await store.deliveryStatus(jobID: job)?.reason == "publish failed")
+        }
+    }
+
+    @Test("app receipts and refused device tokens are kept by hash", arguments: StoreKind.allCases)
+    func appVerification(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            let receipt = AppReceipt(receiptHash: "r", projectID: "p", bundleID: "com.example", secretHash: "s", deviceTokenHash: "d", createdAt: now)
+            try await store.insertReceipt(receipt)
+            #expect(try await store.receipt(hash: "r") == receipt)
+            #expect(try await store.purgeReceipts(issuedBefore: now) == 0)
+            #expect(try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(1)) == 1)
+            #expect(try await store.receipt(hash: "r") == nil)
+            try await store.markDeviceTokenInvalid(hash: "d", reason: "BadDeviceToken", since: now)
+            try await store.markDeviceTokenInvalid(hash: "d", reason: "Unregistered", since: now)
+            #expect(try await store.invalidDeviceToken(hash: "d") == "Unregistered")
+            #expect(try await store.invalidDeviceToken(hash: "x") == nil)
+        }
+    }
+
+    @Test(
+        "migrations run once, also when ten processes start at once, and a reopened store keeps its data", arguments: [StoreKind.sqlite, .postgres])
+    func migrations(_ kind: StoreKind) async throws {
+        let fixture = try StoreFixture(kind)
+        let stores = try await withThrowingTaskGroup(of: SQLStore.self) { group in
+            for _ in 0..<10 { group.addTask { try await fixture.openSQL() } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(Set(results.map(\.0.localID)).count == 1)
-        #expect(results.filter(\.1).count == 1)
-        let localID = results[0].0.localID
-        #expect(localID.count == 28)
-        #expect(localID.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) })
-        let other = try await first.findOrCreateUser(projectID: "other", phoneNumber: "+15555550100", now: Date())
-        #expect(other.created)
-        #expect(other.user.localID != localID)
-        #expect(try await first.user(projectID: "p", localID: localID)?.phoneNumber == "+15555550100")
-        #expect(try await first.user(projectID: "other", localID: localID) == nil)
-    }
-
-    @Test("refresh tokens are found by hash")
-    func refreshTokens() async throws {
-        let store = try SQLiteStore(path: path)
-        let record = RefreshTokenRecord(
-            tokenHash: "h1", projectID: "p", localID: "u", provider: "phone", createdAt: Date(timeIntervalSince1970: 1000))
-        try await store.insertRefreshToken(record)
-        #expect(try await store.refreshToken(hash: "h1") == record)
-        #expect(try await store.refreshToken(hash: "h2") == nil)
-    }
-
-    @Test("the delivery ledger lets a job be sent once, retried after a recorded failure, never after an unknown outcome")
-    func ledger() async throws {
-        let store = try SQLiteStore(path: path)
-        let job = UUID()
-        try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
-        #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
-                == .claimed(attempt: 1))
-        // Redelivered while w1 never recorded an outcome: in doubt, not sent again.
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false)
-                == .inDoubt(owner: "w1"))
-        try await store.recordDelivery(jobID: job, status: .retrying, reason: "503", now: Date())
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: false)
-                == .claimed(attempt: 2))
-        try await store.recordDelivery(jobID: job, status: .sent, reason: nil, now: Date())
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w3", now: Date(), reclaimInDoubt: false)
-                == .finished(.sent))
-        let status = try #require(try await store.deliveryStatus(jobID: job))
-        #expect(status.status == .sent)
-        #expect(status.attempts == 2)
-    }
-
-    @Test("a job without a ledger row, or re-addressed, is never claimed; in-doubt jobs can be reclaimed on request")
-    func unknownMismatchAndReclaim() async throws {
-        let store = try SQLiteStore(path: path)
-        let job = UUID()
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
-                == .unknown)
-        #expect(try await store.deliveryStatus(jobID: job) == nil)
-        try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: Date())
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+2", owner: "w1", now: Date(), reclaimInDoubt: false)
-                == .mismatch(field: "to"))
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "q", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
-                == .mismatch(field: "project"))
-        #expect(
-            try await store.claimDelivery(
-                jobID: job, projectID: "p", type: .email, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
-                == .mismatch(field: "type"))
-        #expect(try await store.deliveryStatus(jobID: job)?.status == .pending)
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w1", now: Date(), reclaimInDoubt: false)
-                == .claimed(attempt: 1))
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w2", now: Date(), reclaimInDoubt: true)
-                == .claimed(attempt: 2))
-        try await store.recordDelivery(jobID: job, status: .abandoned, reason: "publish failed", now: Date())
-        #expect(
-            try await store.claimDelivery(jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w3", now: Date(), reclaimInDoubt: true)
-                == .finished(.abandoned))
-    }
-
-    @Test("migrations run once and a reopened file keeps its data")
-    func reopen() async throws {
         let stored = session()
-        do {
-            let store = try SQLiteStore(path: path)
-            try await store.insertSession(stored)
-        }
-        let reopened = try SQLiteStore(path: path)
+        try await stores[0].insertSession(stored)
+        for store in stores { await store.close() }
+        let reopened = try await fixture.openSQL()
         #expect(try await reopened.reserveCheckAttempt(sessionID: stored.id)?.reserved == true)
+        let status = try await reopened.status()
+        #expect(status.version == status.latest)
+        #expect(status.backend.rawValue == kind.rawValue)
+        #expect(status.rows.first { $0.table == "verification_sessions" }?.rows == 1)
+        #expect(status.rows.first { $0.table == "users" }?.rows == 0)
+        await fixture.tearDown(reopened)
+    }
+
+    @Test("store status reads an empty database as version 0 without migrating it", arguments: [StoreKind.sqlite, .postgres])
+    func statusWithoutMigrating(_ kind: StoreKind) async throws {
+        let fixture = try StoreFixture(kind)
+        let store = try await fixture.openSQL(migrate: false)
+        let empty = try await store.status()
+        #expect(empty.version == 0)
+        #expect(empty.rows.isEmpty)
+        #expect(try await store.status().version == 0)
+        let migrated = try await fixture.openSQL()
+        #expect(try await store.status().version == Migrations.latestVersion)
+        await fixture.tearDown(store, migrated)
     }
 }

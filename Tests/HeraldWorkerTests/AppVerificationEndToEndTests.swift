@@ -92,7 +92,7 @@ struct AppVerificationEndToEndTests {
             #expect(signedIn.string("phoneNumber") == "+15555550100")
 
             // The push job is recorded as sent, once.
-            let store = try stack.store
+            let store = try await stack.store
             let jobID = try #require(push.headers["apns-id"].flatMap(UUID.init(uuidString:)))
             #expect(await eventually { (try? await store.deliveryStatus(jobID: jobID))??.status == .sent })
             #expect(fixture.apns.received.count == 1)
@@ -114,7 +114,7 @@ struct AppVerificationEndToEndTests {
                 v1 + "verifyIosClient", apiKey: key, json: ["appToken": Self.device], headers: [Self.bundleHeader])
             #expect(first.status == 200)
             try await waitForPushes(fixture, 1, stack)
-            let store = try stack.store
+            let store = try await stack.store
             let hash = SHA256Hex.digest(Self.device)
             #expect(await eventually { (try? await store.invalidDeviceToken(hash: hash)) == "Unregistered" })
             let jobID = try #require(fixture.apns.received.first?.headers["apns-id"].flatMap(UUID.init(uuidString:)))
@@ -142,7 +142,7 @@ struct AppVerificationEndToEndTests {
             try await waitForPushes(fixture, 3, stack)
             let pushes = fixture.apns.received
             #expect(Set(pushes.compactMap { $0.headers["apns-id"] }).count == 1, "the same job (same apns-id) each time")
-            let store = try stack.store
+            let store = try await stack.store
             let jobID = try #require(pushes.first?.headers["apns-id"].flatMap(UUID.init(uuidString:)))
             #expect(await eventually { (try? await store.deliveryStatus(jobID: jobID))??.status == .sent })
             #expect(try await store.deliveryStatus(jobID: jobID)?.attempts == 3)
@@ -181,7 +181,7 @@ struct AppVerificationEndToEndTests {
                 #expect(answer.status == 200)
                 try await stack.waitForGateway(index + 1)
             }
-            let store = try stack.store
+            let store = try await stack.store
             let templates = try ConfigurationLoaderTemplates.catalog()
             for item in cases {
                 let sms = try #require(stack.gateway.received.first { $0.to == item.phone })

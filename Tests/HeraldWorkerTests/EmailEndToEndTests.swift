@@ -29,14 +29,19 @@ struct EmailEndToEndTests {
         return sink.accepted
     }
 
-    @Test("the mail: headers, multipart/alternative (text then HTML), UTF-8 quoted-printable, RFC 2047 subject, EHLO; its link signs in")
-    func mailAndSignIn() async throws {
+    @Test(
+        "the mail: headers, multipart/alternative (text then HTML), UTF-8 quoted-printable, RFC 2047 subject, EHLO; its link signs in",
+        arguments: TestStore.allCases)
+    func mailAndSignIn(_ store: TestStore) async throws {
         let sink = try await SMTPSink.start()
         defer { sink.stop() }
-        try await StackHarness.run(configure: {
-            $0.smtpURL = sink.url
-            $0.devMode = true
-        }) { stack in
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.smtpURL = sink.url
+                $0.devMode = true
+            }
+        ) { stack in
             try await stack.startAPI()
             try await stack.startEmailWorker()
             try await Self.sendLink(stack, to: "Alice@Example.com", locale: "fr-CA")
@@ -190,11 +195,11 @@ struct EmailEndToEndTests {
         }
     }
 
-    @Test("same rules as SMS: a job published twice is mailed once; a job past its link's life is dropped")
-    func idempotencyAndExpiry() async throws {
+    @Test("same rules as SMS: a job published twice is mailed once; a job past its link's life is dropped", arguments: TestStore.allCases)
+    func idempotencyAndExpiry(_ store: TestStore) async throws {
         let sink = try await SMTPSink.start()
         defer { sink.stop() }
-        try await StackHarness.run(configure: { $0.smtpURL = sink.url }) { stack in
+        try await StackHarness.run(store: store, configure: { $0.smtpURL = sink.url }) { stack in
             try await stack.startEmailWorker()
             let publisher = try await TestBroker.connection(.publisher, logger: quietLogger())
             let sealer = Sealer(key: stack.keys.sealing)
@@ -210,7 +215,7 @@ struct EmailEndToEndTests {
                                     "https://auth.example.com/__/auth/action?mode=signIn&oobCode=x", jobID: id, destination: "twice@example.com")
                             ])))
             }
-            let store = try stack.store
+            let store = try await stack.store
             let once = UUID()
             let late = UUID()
             for id in [once, late] {
@@ -253,13 +258,18 @@ struct EmailEndToEndTests {
         }
     }
 
-    @Test("firebase-admin (Python) with FIREBASE_AUTH_EMULATOR_HOST: create, get by uid/email/phone, list, email link that signs in, delete")
-    func firebaseAdmin() async throws {
+    @Test(
+        "firebase-admin (Python) with FIREBASE_AUTH_EMULATOR_HOST: create, get by uid/email/phone, list, email link that signs in, delete",
+        arguments: TestStore.allCases)
+    func firebaseAdmin(_ store: TestStore) async throws {
         // firebase-admin's emulator mode always sends `Bearer owner`, which only devMode accepts.
-        try await StackHarness.run(configure: {
-            $0.devMode = true
-            $0.adminTokens = ["owner"]
-        }) { stack in
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.devMode = true
+                $0.adminTokens = ["owner"]
+            }
+        ) { stack in
             try await stack.startAPI()
             func admin(_ arguments: [String]) async throws -> [String: Any] {
                 let script = TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/firebase_admin_flow.py").path

@@ -8,9 +8,9 @@ import Testing
 
 @Suite("End to end: herald-api → RabbitMQ → herald-sms-worker → gateway", .serialized)
 struct EndToEndTests {
-    @Test("the code in the SMS signs in, on the v1 and the legacy paths; nothing secret is logged")
-    func phoneFlow() async throws {
-        try await StackHarness.run { stack in
+    @Test("the code in the SMS signs in, on the v1 and the legacy paths; nothing secret is logged", arguments: TestStore.allCases)
+    func phoneFlow(_ store: TestStore) async throws {
+        try await StackHarness.run(store: store) { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             let session = try await stack.sendCode(to: "+15555550100")
@@ -47,7 +47,7 @@ struct EndToEndTests {
                 json: ["sessionInfo": try #require(legacySession), "code": legacyCode])
             #expect(legacySignIn.string("localId") == signedIn.string("localId"))
 
-            let store = try stack.store
+            let store = try await stack.store
             let jobID = try #require(UUID(uuidString: reference))
             #expect(await eventually { (try? await store.deliveryStatus(jobID: jobID))??.status == .sent })
             #expect(try await store.deliveryStatus(jobID: jobID)?.attempts == 1)

@@ -7,12 +7,15 @@ import Testing
 
 @Suite("Faults: crashes, provider outages, refusals, expiry, shutdown", .serialized)
 struct FaultTests {
-    @Test("a worker killed with jobs in flight: after a restart every SMS has arrived exactly once")
-    func sigkillMidFlight() async throws {
-        try await StackHarness.run(configure: {
-            $0.concurrency = 4
-            $0.prefetch = 8
-        }) { stack in
+    @Test("a worker killed with jobs in flight: after a restart every SMS has arrived exactly once", arguments: TestStore.allCases)
+    func sigkillMidFlight(_ store: TestStore) async throws {
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.concurrency = 4
+                $0.prefetch = 8
+            }
+        ) { stack in
             try await stack.startAPI()
             stack.gateway.setFallback(.init(status: 200, delay: .seconds(3)))
             let first = try await stack.startWorker()
@@ -29,7 +32,7 @@ struct FaultTests {
             let references = stack.gateway.received.compactMap(\.reference)
             #expect(references.count == 12, "gateway got \(references.count) requests")
             #expect(Set(references).count == 12)
-            let store = try stack.store
+            let store = try await stack.store
             var statuses: [DeliveryStatus: Int] = [:]
             for reference in Set(references) {
                 let status = try #require(try await store.deliveryStatus(jobID: UUID(uuidString: reference)!))
@@ -41,9 +44,9 @@ struct FaultTests {
         }
     }
 
-    @Test("gateway 503, 503, then 200: retried through the delay queues, one SMS delivered")
-    func transientOutage() async throws {
-        try await StackHarness.run { stack in
+    @Test("gateway 503, 503, then 200: retried through the delay queues, one SMS delivered", arguments: TestStore.allCases)
+    func transientOutage(_ store: TestStore) async throws {
+        try await StackHarness.run(store: store) { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             stack.gateway.script([.init(status: 503), .init(status: 503, headers: ["Retry-After": "1"])])
@@ -69,9 +72,11 @@ struct FaultTests {
         }
     }
 
-    @Test("gateway 400: the job lands in the dead-letter queue with the reason, nothing is sent twice, nothing secret is logged")
-    func permanentRefusal() async throws {
-        try await StackHarness.run { stack in
+    @Test(
+        "gateway 400: the job lands in the dead-letter queue with the reason, nothing is sent twice, nothing secret is logged",
+        arguments: TestStore.allCases)
+    func permanentRefusal(_ store: TestStore) async throws {
+        try await StackHarness.run(store: store) { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             stack.gateway.script([.init(status: 400, body: #"{"error":"invalid destination 5555550100"}"#)])
@@ -103,9 +108,9 @@ struct FaultTests {
         }
     }
 
-    @Test("a job past expiresAt is dropped, not sent; a malformed job is dead-lettered with the reason")
-    func expiredAndMalformed() async throws {
-        try await StackHarness.run { stack in
+    @Test("a job past expiresAt is dropped, not sent; a malformed job is dead-lettered with the reason", arguments: TestStore.allCases)
+    func expiredAndMalformed(_ store: TestStore) async throws {
+        try await StackHarness.run(store: store) { stack in
             try await stack.startWorker()
             let publisher = try await TestBroker.connection(.publisher, logger: quietLogger())
             let sealer = Sealer(key: stack.keys.sealing)
@@ -117,7 +122,7 @@ struct FaultTests {
                     SMSMessage(
                         to: "+15555550100", template: .verification,
                         params: ["codeSealed": sealer.seal("123456", jobID: id, destination: "+15555550100")])))
-            let store = try stack.store
+            let store = try await stack.store
             // As the API does: the job is in the ledger before it is published.
             try await store.recordPending(jobID: id, projectID: TestConfiguration.projectID, type: .sms, destination: "+15555550100", now: Date())
             try await AMQPJobPublisher(connection: publisher, topology: stack.topology, keys: stack.keys).publish(expired, traceparent: .random())
@@ -139,12 +144,15 @@ struct FaultTests {
         }
     }
 
-    @Test("SIGTERM: in-flight sends finish, the rest go back to the queue, exit status 0, nothing lost or doubled")
-    func gracefulShutdown() async throws {
-        try await StackHarness.run(configure: {
-            $0.concurrency = 4
-            $0.prefetch = 8
-        }) { stack in
+    @Test("SIGTERM: in-flight sends finish, the rest go back to the queue, exit status 0, nothing lost or doubled", arguments: TestStore.allCases)
+    func gracefulShutdown(_ store: TestStore) async throws {
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.concurrency = 4
+                $0.prefetch = 8
+            }
+        ) { stack in
             try await stack.startAPI()
             stack.gateway.setFallback(.init(status: 200, delay: .seconds(1.5)))
             let first = try await stack.startWorker()
@@ -164,7 +172,7 @@ struct FaultTests {
             #expect(sentBeforeRestart >= 4)
             #expect(references.count == 8)
             #expect(Set(references).count == 8)
-            let store = try stack.store
+            let store = try await stack.store
             for reference in references {
                 #expect(try await store.deliveryStatus(jobID: UUID(uuidString: reference)!)?.status == .sent)
             }
@@ -193,9 +201,9 @@ struct FaultTests {
 @Suite("herald-admin against a running stack", .serialized)
 struct AdminTests {
 
-    @Test("topology declare and status; dead letters listed with their reason, then replayed and sent once")
-    func deadLetterReplay() async throws {
-        try await StackHarness.run { stack in
+    @Test("topology declare and status; dead letters listed with their reason, then replayed and sent once", arguments: TestStore.allCases)
+    func deadLetterReplay(_ store: TestStore) async throws {
+        try await StackHarness.run(store: store) { stack in
             let declared = try await stack.admin(["topology", "declare"])
             #expect(declared.contains(stack.topology.workQueue(.sms)))
             try await stack.startAPI()

@@ -7,11 +7,14 @@ import Testing
 
 @Suite("Limits shared across processes (real executables, one SQLite store)", .serialized)
 struct LimitsAcrossProcessesTests {
-    @Test("two herald-api processes, one burst of 200 sends for one number: exactly the allowance passes")
-    func burstAcrossTwoAPIs() async throws {
-        try await StackHarness.run(configure: {
-            $0.limits = #"{perNumber: ["3/10m"], perIP: [], perProject: [], pumping: {enabled: false}}"#
-        }) { stack in
+    @Test("two herald-api processes, one burst of 200 sends for one number: exactly the allowance passes", arguments: TestStore.allCases)
+    func burstAcrossTwoAPIs(_ store: TestStore) async throws {
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.limits = #"{perNumber: ["3/10m"], perIP: [], perProject: [], pumping: {enabled: false}}"#
+            }
+        ) { stack in
             try await stack.startAPI()
             let secondPort = freePort()
             let second = try HeraldProcess(
@@ -39,12 +42,17 @@ struct LimitsAcrossProcessesTests {
         }
     }
 
-    @Test("two workers share the provider rate 20/1s burst 5: no 1 s window above 25 (+ delivery jitter), every SMS exactly once")
-    func providerRateAcrossWorkers() async throws {
-        try await StackHarness.run(configure: {
-            $0.providerRate = "20/1s burst 5"
-            $0.concurrency = 16
-        }) { stack in
+    @Test(
+        "two workers share the provider rate 20/1s burst 5: no 1 s window above 25 (+ delivery jitter), every SMS exactly once",
+        arguments: TestStore.allCases)
+    func providerRateAcrossWorkers(_ store: TestStore) async throws {
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.providerRate = "20/1s burst 5"
+                $0.concurrency = 16
+            }
+        ) { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             try await stack.startWorker()
@@ -105,12 +113,16 @@ struct LimitsAcrossProcessesTests {
         }
     }
 
-    @Test("a pumped prefix is blocked, listed by herald-admin, and lifted; support can show and reset a number's limits")
-    func prefixBlockAndSupportCommands() async throws {
-        try await StackHarness.run(configure: {
-            $0.limits =
-                #"{perNumber: ["3/1h"], perIP: [], perProject: [], prefixDigits: 6, pumping: {enabled: true, window: 10m, multiple: 10, minimumSends: 5, blockFor: 12h}}"#
-        }) { stack in
+    @Test(
+        "a pumped prefix is blocked, listed by herald-admin, and lifted; support can show and reset a number's limits", arguments: TestStore.allCases)
+    func prefixBlockAndSupportCommands(_ store: TestStore) async throws {
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.limits =
+                    #"{perNumber: ["3/1h"], perIP: [], perProject: [], prefixDigits: 6, pumping: {enabled: true, window: 10m, multiple: 10, minimumSends: 5, blockFor: 12h}}"#
+            }
+        ) { stack in
             try await stack.startAPI()
             func send(_ number: String) async throws -> HeraldClient.Answer {
                 try await stack.client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": number])

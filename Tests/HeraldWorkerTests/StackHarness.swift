@@ -3,10 +3,12 @@ import HeraldAMQP
 import HeraldCore
 import HeraldStore
 import HeraldTesting
+import Logging
 import Testing
 
-/// The real executables (herald-api, herald-sms-worker) against the real broker, a real SQLite file and
-/// a fake SMS gateway, each test with its own exchange, state directory and ports.
+/// The real executables (herald-api, herald-sms-worker) against the real broker, a real store (a SQLite
+/// file, or a PostgreSQL schema of its own) and a fake SMS gateway, each test with its own exchange,
+/// state directory and ports.
 final class StackHarness: @unchecked Sendable {
     // @unchecked: mutated only by the test that owns it, sequentially.
     var settings: TestConfiguration
@@ -18,10 +20,14 @@ final class StackHarness: @unchecked Sendable {
     var stoppedProcesses: [HeraldProcess] = []
     let client: HeraldClient
 
-    init(brokerURL: String = TestBroker.url, _ adjust: (inout TestConfiguration) -> Void = { _ in }) async throws {
+    /// The test's own handle on the shared store, opened on first use.
+    private var openedStore: SQLStore?
+
+    init(brokerURL: String = TestBroker.url, store: TestStore = .sqlite, _ adjust: (inout TestConfiguration) -> Void = { _ in }) async throws {
         gateway = try await FakeSMSGateway.start()
         var settings = TestConfiguration()
         settings.amqpURL = brokerURL
+        settings.storeURL = try store.freshURL()
         settings.gatewayURL = gateway.url
         settings.apiPort = freePort()
         settings.metricsPort = freePort()
@@ -37,10 +43,10 @@ final class StackHarness: @unchecked Sendable {
 
     /// Runs `body` against a fresh stack and always tears it down (processes, queues, state directory).
     static func run(
-        brokerURL: String = TestBroker.url, configure: (inout TestConfiguration) -> Void = { _ in },
+        brokerURL: String = TestBroker.url, store: TestStore = .sqlite, configure: (inout TestConfiguration) -> Void = { _ in },
         _ body: (StackHarness) async throws -> Void
     ) async throws {
-        let stack = try await StackHarness(brokerURL: brokerURL, configure)
+        let stack = try await StackHarness(brokerURL: brokerURL, store: store, configure)
         do {
             try await body(stack)
         } catch {
@@ -131,7 +137,15 @@ final class StackHarness: @unchecked Sendable {
         return String(text[range])
     }
 
-    var store: SQLiteStore { get throws { try SQLiteStore(path: settings.stateDir + "/herald.sqlite") } }
+    /// The store the stack's processes share, as a test process sees it.
+    var store: SQLStore {
+        get async throws {
+            if let openedStore { return openedStore }
+            let store = try await SQLStore.open(try settings.parsed().store, logger: Logger(label: "test"))
+            openedStore = store
+            return store
+        }
+    }
 
     /// All output of every process this harness started.
     var allOutput: String { ([api].compactMap { $0 } + workers + stoppedProcesses).map(\.output).joined(separator: "\n") }
@@ -142,6 +156,8 @@ final class StackHarness: @unchecked Sendable {
         try? await admin.perform { try topology.delete(on: $0) }
         await admin.shutdown()
         await gateway.stop()
+        await openedStore?.close()
+        if let url = settings.storeURL { await TestStore.dropSchema(of: url) }
         try? FileManager.default.removeItem(atPath: settings.stateDir)
     }
 }

@@ -58,13 +58,23 @@ extension HeraldConfiguration {
         try amqp.finish()
 
         let store = try root.section("store")
-        self.store = Store(url: try store.string("url", default: "sqlite:\(self.state.dir)/herald.sqlite"))
-        if self.store.url.hasPrefix("postgres://") || self.store.url.hasPrefix("postgresql://") {
-            throw store.fail("url", "the PostgreSQL store is not available in this version yet; use sqlite:<path>")
+        let storeURL = try store.string("url", default: "sqlite:\(self.state.dir)/herald.sqlite")
+        let location: StoreLocation
+        do throws(StoreLocationError) {
+            location = try StoreLocation(parsing: storeURL)
+        } catch {
+            throw store.fail("url", error.description)
         }
-        guard self.store.url.hasPrefix("sqlite:"), self.store.url.count > "sqlite:".count else {
-            throw store.fail("url", "must be sqlite:<path> (got '\(self.store.url)')")
+        let storeTLS = try store.section("tls")
+        let caFile = try storeTLS.optionalString("caFile")
+        try storeTLS.finish()
+        if case .sqlite = location, caFile != nil {
+            throw store.fail("tls", "applies to postgres:// URLs only")
         }
+        self.store = Store(
+            url: storeURL, location: location, poolSize: try store.int("poolSize", default: 16, in: 1...200),
+            connectTimeout: try store.duration("connectTimeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)),
+            caFile: caFile)
         try store.finish()
 
         let codes = try root.section("codes")

@@ -70,9 +70,26 @@ public struct HeraldConfiguration: Sendable {
         public var connectTimeout: Duration
     }
 
-    /// `store`: `sqlite:<path>` (default `sqlite:<state.dir>/herald.sqlite`) or `postgres://…` (not yet supported).
+    /// `store`: `sqlite:<path>` (default `sqlite:<state.dir>/herald.sqlite`, one machine) or
+    /// `postgres://user:password@host:port/db[?sslmode=…&schema=…]` (several machines).
     public struct Store: Sendable {
+        /// As written (it may hold a password: log `location.redacted` instead).
         public var url: String
+        public var location: StoreLocation
+        /// PostgreSQL connections per process (`store.poolSize`, default 16).
+        public var poolSize: Int
+        /// How long to wait for PostgreSQL at start-up before giving up (`store.connectTimeout`).
+        public var connectTimeout: Duration
+        /// Extra CA (PEM) that signs the PostgreSQL server's certificate (`store.tls.caFile`).
+        public var caFile: String?
+
+        public init(url: String, location: StoreLocation, poolSize: Int = 16, connectTimeout: Duration = .seconds(10), caFile: String? = nil) {
+            self.url = url
+            self.location = location
+            self.poolSize = poolSize
+            self.connectTimeout = connectTimeout
+            self.caFile = caFile
+        }
     }
 
     /// `codes`: secrets for one-time codes.

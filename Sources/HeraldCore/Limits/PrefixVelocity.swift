@@ -78,4 +78,9 @@ public struct PrefixBlock: Sendable, Equatable {
         self.reason = reason
         self.createdAt = createdAt
     }
+
+    /// What operators read when a velocity trip blocked a prefix.
+    public static func reason(tripped velocity: PrefixVelocity, settings: PrefixVelocity.Settings) -> String {
+        "\(velocity.count) sends in \(DurationText.format(settings.window)) against a baseline of \(String(format: "%.1f", velocity.baseline)) per window"
+    }
 }

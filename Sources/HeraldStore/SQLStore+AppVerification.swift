@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 
-extension SQLiteStore {
+extension SQLStore {
     public func insertReceipt(_ receipt: AppReceipt) async throws {
         try await run { db in
             try db.query(

@@ -4,7 +4,7 @@ import HeraldCore
 /// Accounts and their second factors. Uniqueness of email and phone number per project is the
 /// database's job (partial unique indexes), so two API processes racing to create the same account
 /// cannot both succeed.
-extension SQLiteStore {
+extension SQLStore {
     static let userColumns =
         "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled, email, email_verified, password_hash, display_name, email_link_signin"
 
@@ -20,7 +20,7 @@ extension SQLiteStore {
                 RETURNING \(Self.userColumns)
                 """,
                 [.text(candidate), .text(projectID), .text(phoneNumber), .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
-            guard let row = rows.first else { throw StoreError(code: -1, message: "user upsert returned nothing") }
+            guard let row = rows.first else { throw StoreError(.failed, "user upsert returned nothing") }
             var user = try Self.user(row)
             user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
             return (user, user.localID == candidate)
@@ -39,7 +39,7 @@ extension SQLiteStore {
         try await oneUser(projectID: projectID, where: "phone_number = ?", .text(phoneNumber))
     }
 
-    private func oneUser(projectID: String, where condition: String, _ value: SQLiteValue) async throws -> UserAccount? {
+    private func oneUser(projectID: String, where condition: String, _ value: SQLValue) async throws -> UserAccount? {
         try await run { db in
             guard
                 let row = try db.query(
@@ -128,7 +128,7 @@ extension SQLiteStore {
                 """,
                 [
                     .text(projectID), .text(localID), .text(enrollment.enrollmentID), .text(enrollment.phoneNumber),
-                    enrollment.displayName.map(SQLiteValue.text) ?? .null, .integer(enrollment.enrolledAt.millisecondsSince1970),
+                    enrollment.displayName.map(SQLValue.text) ?? .null, .integer(enrollment.enrolledAt.millisecondsSince1970),
                 ])
         }
     }
@@ -142,7 +142,7 @@ extension SQLiteStore {
         }
     }
 
-    static func enrollments(_ db: SQLiteConnection, projectID: String, localID: String) throws -> [MFAEnrollment] {
+    static func enrollments(_ db: any SQLConnection, projectID: String, localID: String) throws -> [MFAEnrollment] {
         try db.query(
             """
             SELECT enrollment_id, phone_number, display_name, enrolled_at_ms FROM mfa_enrollments
@@ -150,36 +150,37 @@ extension SQLiteStore {
             """, [.text(projectID), .text(localID)]
         ).map { row in
             guard let id = row[0].string, let phone = row[1].string, let enrolled = row[3].int else {
-                throw StoreError(code: -1, message: "malformed mfa_enrollments row")
+                throw StoreError(.failed, "malformed mfa_enrollments row")
             }
             return MFAEnrollment(enrollmentID: id, phoneNumber: phone, displayName: row[2].string, enrolledAt: Date(milliseconds: enrolled))
         }
     }
 
-    static func bindings(_ user: UserAccount) -> [SQLiteValue] {
+    static func bindings(_ user: UserAccount) -> [SQLValue] {
         [
-            .text(user.localID), .text(user.projectID), user.phoneNumber.map(SQLiteValue.text) ?? .null,
+            .text(user.localID), .text(user.projectID), user.phoneNumber.map(SQLValue.text) ?? .null,
             .integer(user.createdAt.millisecondsSince1970), .integer(user.lastLoginAt.millisecondsSince1970),
             user.validSince.map { .integer($0.millisecondsSince1970) } ?? .null, .integer(user.disabled ? 1 : 0),
             user.email.map { .text($0.lowercased()) } ?? .null, .integer(user.emailVerified ? 1 : 0),
-            user.passwordHash.map(SQLiteValue.text) ?? .null, user.displayName.map(SQLiteValue.text) ?? .null,
+            user.passwordHash.map(SQLValue.text) ?? .null, user.displayName.map(SQLValue.text) ?? .null,
             .integer(user.emailLinkSignin ? 1 : 0),
         ]
     }
 
-    /// Which uniqueness rule a failed write broke, from SQLite's message.
+    /// Which uniqueness rule a failed write broke: SQLite names the columns
+    /// (`users.project_id, users.email`), PostgreSQL the index (`users_email`, `users_phone`, `users_pkey`).
     static func conflict(_ error: StoreError) -> AccountConflict? {
-        guard error.message.contains("UNIQUE constraint failed") else { return nil }
-        if error.message.contains("users.email") { return .emailExists }
-        if error.message.contains("users.phone_number") { return .phoneNumberExists }
-        if error.message.contains("users.local_id") { return .localIDExists }
+        guard case .unique(let what) = error.kind else { return nil }
+        if what.contains("email") { return .emailExists }
+        if what.contains("phone") { return .phoneNumberExists }
+        if what.contains("local_id") || what.contains("users_pkey") { return .localIDExists }
         return nil
     }
 
-    static func user(_ row: [SQLiteValue]) throws -> UserAccount {
+    static func user(_ row: [SQLValue]) throws -> UserAccount {
         guard row.count == 12, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
             let lastLogin = row[4].int
-        else { throw StoreError(code: -1, message: "malformed users row") }
+        else { throw StoreError(.failed, "malformed users row") }
         return UserAccount(
             localID: localID, projectID: project, phoneNumber: row[2].string, email: row[7].string,
             emailVerified: (row[8].int ?? 0) != 0, passwordHash: row[9].string, displayName: row[10].string,
@@ -190,7 +191,7 @@ extension SQLiteStore {
 }
 
 /// Email action codes, and the devMode listings of open codes.
-extension SQLiteStore {
+extension SQLStore {
     static let oobColumns = "code_hash, project_id, request_type, email, created_at_ms, expires_at_ms, consumed_at_ms, job_id, link_sealed"
 
     public func insertOobCode(_ record: OobRecord) async throws {
@@ -201,7 +202,7 @@ extension SQLiteStore {
                     .text(record.codeHash), .text(record.projectID), .text(record.requestType), .text(record.email),
                     .integer(record.createdAt.millisecondsSince1970), .integer(record.expiresAt.millisecondsSince1970),
                     record.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
-                    record.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, record.linkSealed.map(SQLiteValue.text) ?? .null,
+                    record.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, record.linkSealed.map(SQLValue.text) ?? .null,
                 ])
         }
     }
@@ -256,10 +257,10 @@ extension SQLiteStore {
         }
     }
 
-    static func oob(_ row: [SQLiteValue]) throws -> OobRecord {
+    static func oob(_ row: [SQLValue]) throws -> OobRecord {
         guard row.count == 9, let hash = row[0].string, let project = row[1].string, let type = row[2].string, let email = row[3].string,
             let created = row[4].int, let expires = row[5].int
-        else { throw StoreError(code: -1, message: "malformed oob_codes row") }
+        else { throw StoreError(.failed, "malformed oob_codes row") }
         return OobRecord(
             codeHash: hash, projectID: project, requestType: type, email: email, createdAt: Date(milliseconds: created),
             expiresAt: Date(milliseconds: expires), consumedAt: row[6].int.map(Date.init(milliseconds:)),

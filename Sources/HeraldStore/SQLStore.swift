@@ -1,49 +1,39 @@
 import Foundation
 import HeraldCore
 
-/// The embedded store: one SQLite file shared by every Herald process on a machine.
+/// Every store port in SQL, for SQLite (the embedded default, one machine) and PostgreSQL (several
+/// machines). The statements are written once; `SQLBackend` runs them and `SQLDialect` covers the
+/// few spelling differences.
 ///
-/// Every decision that must hold across processes (spending a check attempt, consuming a session,
-/// claiming a job) is a single statement, so SQLite's single writer makes it atomic; the statements
-/// are written in the subset of SQL that PostgreSQL also runs (UPSERT, RETURNING, integer milliseconds).
-public final class SQLiteStore: HeraldStoreProtocol {
-    /// Only touched on `queue`.
-    private let connection: SQLiteConnection
-    private let queue: DispatchQueue
+/// Every decision that must hold across processes (spending a check attempt, consuming a session or
+/// an oob code, claiming a job, a GCRA decision) is a single statement, atomic in both databases; the
+/// few read-modify-write steps are one transaction (prefix velocity also takes `lock`).
+public final class SQLStore: HeraldStoreProtocol {
+    let backend: any SQLBackend
 
-    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
-    ///
-    /// The file holds account data and code hashes: it is created 0600 (SQLite gives its -wal and -shm
-    /// files the same mode) in a directory created 0700.
-    public init(path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        if directory.isEmpty == false {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw StoreError(code: errno, message: "cannot create \(path): \(String(cString: strerror(errno)))") }
-        fchmod(descriptor, 0o600)
-        close(descriptor)
-        self.connection = try SQLiteConnection(path: path)
-        self.queue = DispatchQueue(label: "herald.sqlite")
-        try SQLiteMigrations.migrate(connection)
+    public var dialect: SQLDialect { backend.dialect }
+
+    init(backend: any SQLBackend) {
+        self.backend = backend
     }
 
-    /// Opens the store named by a `sqlite:<path>` URL.
-    public convenience init(url: String) throws {
-        guard url.hasPrefix("sqlite:") else { throw StoreError(code: -1, message: "not a sqlite: URL") }
-        try self.init(path: String(url.dropFirst("sqlite:".count)))
+    /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema
+    /// up to date.
+    public convenience init(sqlitePath path: String, migrate: Bool = true) throws {
+        let backend = try SQLiteBackend(path: path)
+        if migrate { try backend.runNow { try Migrations.migrate($0) } }
+        self.init(backend: backend)
     }
 
-    /// Runs `body` on the store's queue (off the cooperative thread pool: SQLite may block on locks).
+    /// Runs `body` with a connection on the backend's own threads.
     @discardableResult
-    func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { [connection] in
-                continuation.resume(with: Result { try body(connection) })
-            }
-        }
+    func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await backend.run(body)
+    }
+
+    /// Closes the store's connections (PostgreSQL: the pool); later calls fail.
+    public func close() async {
+        await backend.close()
     }
 
     // MARK: VerificationStore
@@ -63,9 +53,9 @@ public final class SQLiteStore: HeraldStoreProtocol {
                     .integer(Int64(session.attempts)), .integer(Int64(session.maxAttempts)),
                     session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
                     session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, .text(session.region),
-                    session.sessionInfoSealed.map(SQLiteValue.text) ?? .null, session.clientKey.map(SQLiteValue.text) ?? .null,
-                    session.credentialHash.map(SQLiteValue.text) ?? .null, .text(session.purpose.description),
-                    session.codeSealed.map(SQLiteValue.text) ?? .null,
+                    session.sessionInfoSealed.map(SQLValue.text) ?? .null, session.clientKey.map(SQLValue.text) ?? .null,
+                    session.credentialHash.map(SQLValue.text) ?? .null, .text(session.purpose.description),
+                    session.codeSealed.map(SQLValue.text) ?? .null,
                 ])
         }
     }
@@ -134,11 +124,11 @@ public final class SQLiteStore: HeraldStoreProtocol {
         }
     }
 
-    static func session(_ row: [SQLiteValue]) throws -> VerificationSession {
+    static func session(_ row: [SQLValue]) throws -> VerificationSession {
         guard row.count == 16, let id = row[0].string, let project = row[1].string, let phone = row[2].string,
             let hash = row[3].data, let created = row[4].int, let expires = row[5].int, let attempts = row[6].int,
             let maxAttempts = row[7].int
-        else { throw StoreError(code: -1, message: "malformed verification_sessions row") }
+        else { throw StoreError(.failed, "malformed verification_sessions row") }
         return VerificationSession(
             id: id, projectID: project, phoneNumber: phone, codeHash: hash, createdAt: .init(milliseconds: created),
             expiresAt: .init(milliseconds: expires), attempts: Int(attempts), maxAttempts: Int(maxAttempts),
@@ -226,7 +216,7 @@ public final class SQLiteStore: HeraldStoreProtocol {
             try db.query(
                 "UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ? WHERE job_id = ?",
                 [
-                    .text(status.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now.millisecondsSince1970),
+                    .text(status.rawValue), reason.map(SQLValue.text) ?? .null, .integer(now.millisecondsSince1970),
                     .text(jobID.uuidString.lowercased()),
                 ])
         }

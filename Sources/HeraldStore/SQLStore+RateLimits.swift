@@ -1,17 +1,17 @@
 import Foundation
 import HeraldCore
 
-/// Rate limits in SQLite. The decision is the single statement below; its PostgreSQL twin differs
-/// only in spelling (`GREATEST(rate_limits.tat_us, $2)` for `max(tat_us, ?)`):
+/// Rate limits in SQL. The decision is the single statement below (PostgreSQL spells `max` as
+/// `GREATEST`); the row lock the upsert takes makes it atomic across processes and hosts:
 ///
 ///     INSERT INTO rate_limits (key, tat_us) VALUES (:key, :now + :T)
-///     ON CONFLICT (key) DO UPDATE SET tat_us = max(tat_us, :now) + :T
-///       WHERE max(tat_us, :now) + :T - :now <= :tau
+///     ON CONFLICT (key) DO UPDATE SET tat_us = max(rate_limits.tat_us, :now) + :T
+///       WHERE max(rate_limits.tat_us, :now) + :T - :now <= :tau
 ///     RETURNING tat_us
 ///
 /// A fresh key always allows one event (τ ≥ T). No row returned means "refused"; nothing was written,
 /// and the TAT read afterwards only computes Retry-After.
-extension SQLiteStore {
+extension SQLStore {
     public func rateDecision(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> GCRA.Decision {
         try await run { db in try Self.decide(db, key: key, parameters: parameters, now: now) }
     }
@@ -21,14 +21,19 @@ extension SQLiteStore {
     )? {
         try await run { db in
             try db.transaction {
-                for (index, entry) in entries.enumerated() {
-                    let decision = try Self.decide(db, key: entry.key, parameters: entry.parameters, now: now)
-                    guard decision.allowed else {
-                        for spent in entries[..<index] { try Self.refund(db, key: spent.key, parameters: spent.parameters, now: now) }
-                        return (index, decision)
-                    }
+                // Rows are locked in key order, the same in every process, so two requests sharing keys
+                // never wait on each other in a cycle (PostgreSQL would abort one as a deadlock). The
+                // answer is the one checking in the caller's order gives: the first refusing entry, with
+                // nothing spent; keys are independent, so only entries before it need deciding.
+                var refusal: (index: Int, decision: GCRA.Decision)?
+                var spent: [Int] = []
+                for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) where index < refusal?.index ?? entries.count {
+                    let decision = try Self.decide(db, key: entries[index].key, parameters: entries[index].parameters, now: now)
+                    if decision.allowed { spent.append(index) } else { refusal = (index, decision) }
                 }
-                return nil
+                guard let refusal else { return nil }
+                for index in spent { try Self.refund(db, key: entries[index].key, parameters: entries[index].parameters, now: now) }
+                return refusal
             }
         }
     }
@@ -37,12 +42,13 @@ extension SQLiteStore {
         try await run { db in try Self.refund(db, key: key, parameters: parameters, now: now) }
     }
 
-    static func decide(_ db: SQLiteConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws -> GCRA.Decision {
+    static func decide(_ db: any SQLConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws -> GCRA.Decision {
+        let later = db.dialect.greatest("rate_limits.tat_us", "?2")
         let allowed = try db.query(
             """
             INSERT INTO rate_limits (key, tat_us) VALUES (?1, ?2 + ?3)
-            ON CONFLICT (key) DO UPDATE SET tat_us = max(tat_us, ?2) + ?3
-            WHERE max(tat_us, ?2) + ?3 - ?2 <= ?4
+            ON CONFLICT (key) DO UPDATE SET tat_us = \(later) + ?3
+            WHERE \(later) + ?3 - ?2 <= ?4
             RETURNING tat_us
             """, [.text(key), .integer(now), .integer(parameters.interval), .integer(parameters.tolerance)])
         if let tat = allowed.first?[0].int { return GCRA.Decision(allowed: true, tat: tat, retryAfter: 0) }
@@ -50,9 +56,10 @@ extension SQLiteStore {
         return GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now)
     }
 
-    static func refund(_ db: SQLiteConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws {
+    static func refund(_ db: any SQLConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws {
         try db.query(
-            "UPDATE rate_limits SET tat_us = max(?2, tat_us - ?3) WHERE key = ?1", [.text(key), .integer(now), .integer(parameters.interval)])
+            "UPDATE rate_limits SET tat_us = \(db.dialect.greatest("?2", "tat_us - ?3")) WHERE key = ?1",
+            [.text(key), .integer(now), .integer(parameters.interval)])
     }
 
     public func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)] {
@@ -67,7 +74,7 @@ extension SQLiteStore {
         }
     }
 
-    static func matchingRates(_ db: SQLiteConnection, kind: String, subject: String, project: String?) throws -> [(key: String, tat: Int64)] {
+    static func matchingRates(_ db: any SQLConnection, kind: String, subject: String, project: String?) throws -> [(key: String, tat: Int64)] {
         let rows = try db.query("SELECT key, tat_us FROM rate_limits WHERE key LIKE ? ESCAPE '\\' ORDER BY key", [.text(Self.likePrefix(kind + ":"))])
         return rows.compactMap { row in
             guard let key = row[0].string, let tat = row[1].int, let parts = LimitCheck.parse(key), parts.kind == kind,
@@ -88,24 +95,19 @@ extension SQLiteStore {
         }
     }
 
-    /// Read, decide in `PrefixVelocity` (pure), write back: one write transaction, so concurrent sends
-    /// from several processes count every event (PostgreSQL: `SELECT … FOR UPDATE`).
+    /// Read, decide in `PrefixVelocity` (pure), write back: one transaction holding the prefix's lock
+    /// (the row may not exist yet), so concurrent sends from several processes count every event.
     public func observePrefix(projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) async throws -> Bool {
         let micros = now.microsecondsSince1970
         return try await run { db in
             try db.transaction {
+                try db.lock("prefix_velocity:\(projectID):\(prefix)")
                 let stored = try db.query(
                     "SELECT window_start_us, count, baseline FROM prefix_velocity WHERE project_id = ? AND prefix = ?",
                     [.text(projectID), .text(prefix)]
                 ).first.flatMap { row -> PrefixVelocity? in
                     guard let start = row[0].int, let count = row[1].int else { return nil }
-                    let baseline: Double
-                    switch row[2] {
-                    case .real(let value): baseline = value
-                    case .integer(let value): baseline = Double(value)
-                    default: baseline = 0
-                    }
-                    return PrefixVelocity(windowStart: start, count: Int(count), baseline: baseline)
+                    return PrefixVelocity(windowStart: start, count: Int(count), baseline: row[2].double ?? 0)
                 }
                 let (next, trips) = PrefixVelocity.observe(stored, now: micros, settings: settings)
                 try db.query(
@@ -115,8 +117,7 @@ extension SQLiteStore {
                       window_start_us = excluded.window_start_us, count = excluded.count, baseline = excluded.baseline
                     """, [.text(projectID), .text(prefix), .integer(next.windowStart), .integer(Int64(next.count)), .real(next.baseline)])
                 guard trips else { return false }
-                let reason =
-                    "\(next.count) sends in \(DurationText.format(settings.window)) against a baseline of \(String(format: "%.1f", next.baseline)) per window"
+                let reason = PrefixBlock.reason(tripped: next, settings: settings)
                 try db.query(
                     """
                     INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (?, ?, ?, ?, ?)
@@ -157,7 +158,7 @@ extension SQLiteStore {
         }
     }
 
-    static func block(_ row: [SQLiteValue]) -> PrefixBlock? {
+    static func block(_ row: [SQLValue]) -> PrefixBlock? {
         guard let project = row[0].string, let prefix = row[1].string, let until = row[2].int, let reason = row[3].string,
             let created = row[4].int
         else { return nil }

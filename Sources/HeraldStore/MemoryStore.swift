@@ -1,0 +1,474 @@
+import Foundation
+import HeraldCore
+import Synchronization
+
+/// Every store port in one process's memory, for tests that need no database (in-process API tests
+/// through Hummingbird's router) and as the executable model the SQL stores are checked against: it
+/// passes the same conformance suite. Each call is atomic under one lock; instants are kept to the
+/// millisecond, as the SQL stores keep them.
+public final class MemoryStore: HeraldStoreProtocol {
+    private struct Delivery {
+        var projectID: String
+        var type: JobType
+        var destination: String
+        var status: DeliveryStatus
+        var owner: String?
+        var attempts: Int
+        var reason: String?
+        var segments: SMSSegments?
+    }
+
+    private struct State {
+        var sessions: [String: VerificationSession] = [:]
+        /// Keyed by project, then localId.
+        var users: [String: [String: UserAccount]] = [:]
+        var refreshTokens: [String: RefreshTokenRecord] = [:]
+        var oobCodes: [String: OobRecord] = [:]
+        var deliveries: [UUID: Delivery] = [:]
+        var rates: [String: Int64] = [:]
+        var velocity: [String: PrefixVelocity] = [:]
+        var blocks: [String: PrefixBlock] = [:]
+        var receipts: [String: AppReceipt] = [:]
+        var invalidTokens: [String: String] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    // MARK: VerificationStore
+
+    public func insertSession(_ session: VerificationSession) async throws {
+        try state.withLock { state in
+            guard state.sessions[session.id] == nil else { throw StoreError(.unique("verification_sessions_pkey"), "session exists") }
+            state.sessions[session.id] = session.keptToMilliseconds
+        }
+    }
+
+    public func deleteSession(id: String) async throws {
+        state.withLock { _ = $0.sessions.removeValue(forKey: id) }
+    }
+
+    public func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation? {
+        state.withLock { state in
+            guard var session = state.sessions[sessionID] else { return nil }
+            guard session.consumedAt == nil, session.attempts < session.maxAttempts else { return .init(session: session, reserved: false) }
+            session.attempts += 1
+            state.sessions[sessionID] = session
+            return .init(session: session, reserved: true)
+        }
+    }
+
+    public func consumeSession(id: String, at date: Date) async throws -> Bool {
+        state.withLock { state in
+            guard state.sessions[id] != nil, state.sessions[id]?.consumedAt == nil else { return false }
+            state.sessions[id]?.consumedAt = date.keptToMilliseconds
+            return true
+        }
+    }
+
+    public func purgeSessions(expiredBefore date: Date) async throws -> Int {
+        state.withLock { state in
+            let expired = state.sessions.values.filter { $0.expiresAt < date.keptToMilliseconds }.map(\.id)
+            for id in expired { state.sessions.removeValue(forKey: id) }
+            return expired.count
+        }
+    }
+
+    public func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession? {
+        state.withLock { state in
+            state.sessions.values.filter {
+                $0.projectID == projectID && $0.phoneNumber == phoneNumber && $0.consumedAt == nil && $0.purpose == .signIn
+            }.max { $0.createdAt < $1.createdAt }
+        }
+    }
+
+    public func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws {
+        state.withLock { state in
+            guard let purpose = state.sessions[keeping]?.purpose else { return }
+            for (id, session) in state.sessions
+            where id != keeping && session.projectID == projectID && session.phoneNumber == phoneNumber && session.consumedAt == nil
+                && session.purpose == purpose
+            {
+                state.sessions[id]?.consumedAt = date.keptToMilliseconds
+            }
+        }
+    }
+
+    public func openSessions(projectID: String, now: Date) async throws -> [VerificationSession] {
+        state.withLock { state in
+            state.sessions.values.filter { $0.projectID == projectID && $0.consumedAt == nil && $0.expiresAt > now }
+                .sorted { $0.createdAt < $1.createdAt }
+        }
+    }
+
+    // MARK: AccountStore
+
+    public func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool) {
+        state.withLock { state in
+            if var user = state.users[projectID]?.values.first(where: { $0.phoneNumber == phoneNumber }) {
+                user.lastLoginAt = now.keptToMilliseconds
+                state.users[projectID]?[user.localID] = user
+                return (user, false)
+            }
+            let user = UserAccount(
+                localID: SecureRandom.alphanumeric(28), projectID: projectID, phoneNumber: phoneNumber, createdAt: now.keptToMilliseconds,
+                lastLoginAt: now.keptToMilliseconds)
+            state.users[projectID, default: [:]][user.localID] = user
+            return (user, true)
+        }
+    }
+
+    public func user(projectID: String, localID: String) async throws -> UserAccount? {
+        state.withLock { $0.users[projectID]?[localID] }
+    }
+
+    public func user(projectID: String, email: String) async throws -> UserAccount? {
+        state.withLock { $0.users[projectID]?.values.first { $0.email == email.lowercased() } }
+    }
+
+    public func user(projectID: String, phoneNumber: String) async throws -> UserAccount? {
+        state.withLock { $0.users[projectID]?.values.first { $0.phoneNumber == phoneNumber } }
+    }
+
+    public func users(projectID: String, after: String?, limit: Int) async throws -> [UserAccount] {
+        state.withLock { state in
+            Array(
+                (state.users[projectID]?.values ?? [:].values).filter { $0.localID > (after ?? "") }.sorted { $0.localID < $1.localID }.prefix(limit))
+        }
+    }
+
+    public func insertUser(_ user: UserAccount) async throws {
+        try state.withLock { state in
+            guard state.users[user.projectID]?[user.localID] == nil else { throw AccountConflict.localIDExists }
+            try Self.checkUnique(user, in: state)
+            var stored = user.keptToMilliseconds
+            stored.mfaEnrollments = []
+            state.users[user.projectID, default: [:]][user.localID] = stored
+        }
+    }
+
+    public func updateUser(_ user: UserAccount) async throws {
+        try state.withLock { state in
+            guard let current = state.users[user.projectID]?[user.localID] else { return }
+            try Self.checkUnique(user, in: state)
+            var stored = user.keptToMilliseconds
+            stored.mfaEnrollments = current.mfaEnrollments
+            state.users[user.projectID]?[user.localID] = stored
+        }
+    }
+
+    /// The partial unique indexes of the SQL stores: one email and one phone number per project.
+    private static func checkUnique(_ user: UserAccount, in state: State) throws {
+        for other in state.users[user.projectID]?.values ?? [:].values where other.localID != user.localID {
+            if let email = user.email?.lowercased(), other.email == email { throw AccountConflict.emailExists }
+            if let phone = user.phoneNumber, other.phoneNumber == phone { throw AccountConflict.phoneNumberExists }
+        }
+    }
+
+    public func deleteUser(projectID: String, localID: String) async throws -> Bool {
+        state.withLock { state in
+            state.refreshTokens = state.refreshTokens.filter { !($0.value.projectID == projectID && $0.value.localID == localID) }
+            return state.users[projectID]?.removeValue(forKey: localID) != nil
+        }
+    }
+
+    public func deleteAllUsers(projectID: String) async throws -> Int {
+        state.withLock { state in
+            state.refreshTokens = state.refreshTokens.filter { $0.value.projectID != projectID }
+            return state.users.removeValue(forKey: projectID)?.count ?? 0
+        }
+    }
+
+    public func addMFAEnrollment(_ enrollment: MFAEnrollment, projectID: String, localID: String) async throws {
+        try state.withLock { state in
+            guard state.users[projectID]?[localID]?.mfaEnrollments.contains(where: { $0.enrollmentID == enrollment.enrollmentID }) != true else {
+                throw StoreError(.unique("mfa_enrollments_pkey"), "enrollment exists")
+            }
+            var stored = enrollment
+            stored.enrolledAt = enrollment.enrolledAt.keptToMilliseconds
+            state.users[projectID]?[localID]?.mfaEnrollments.append(stored)
+            state.users[projectID]?[localID]?.mfaEnrollments.sort { ($0.enrolledAt, $0.enrollmentID) < ($1.enrolledAt, $1.enrollmentID) }
+        }
+    }
+
+    public func removeMFAEnrollment(projectID: String, localID: String, enrollmentID: String) async throws -> Bool {
+        state.withLock { state in
+            guard let index = state.users[projectID]?[localID]?.mfaEnrollments.firstIndex(where: { $0.enrollmentID == enrollmentID }) else {
+                return false
+            }
+            state.users[projectID]?[localID]?.mfaEnrollments.remove(at: index)
+            return true
+        }
+    }
+
+    public func insertRefreshToken(_ record: RefreshTokenRecord) async throws {
+        try state.withLock { state in
+            guard state.refreshTokens[record.tokenHash] == nil else { throw StoreError(.unique("refresh_tokens_pkey"), "token exists") }
+            var stored = record
+            stored.createdAt = record.createdAt.keptToMilliseconds
+            state.refreshTokens[record.tokenHash] = stored
+        }
+    }
+
+    public func refreshToken(hash: String) async throws -> RefreshTokenRecord? {
+        state.withLock { $0.refreshTokens[hash] }
+    }
+
+    // MARK: OobCodeStore
+
+    public func insertOobCode(_ record: OobRecord) async throws {
+        try state.withLock { state in
+            guard state.oobCodes[record.codeHash] == nil else { throw StoreError(.unique("oob_codes_pkey"), "code exists") }
+            var stored = record
+            stored.createdAt = record.createdAt.keptToMilliseconds
+            stored.expiresAt = record.expiresAt.keptToMilliseconds
+            stored.consumedAt = record.consumedAt?.keptToMilliseconds
+            state.oobCodes[record.codeHash] = stored
+        }
+    }
+
+    public func oobCode(hash: String) async throws -> OobRecord? {
+        state.withLock { $0.oobCodes[hash] }
+    }
+
+    public func deleteOobCode(hash: String) async throws {
+        state.withLock { _ = $0.oobCodes.removeValue(forKey: hash) }
+    }
+
+    public func consumeOobCode(hash: String, at date: Date) async throws -> Bool {
+        state.withLock { state in
+            guard state.oobCodes[hash] != nil, state.oobCodes[hash]?.consumedAt == nil else { return false }
+            state.oobCodes[hash]?.consumedAt = date.keptToMilliseconds
+            return true
+        }
+    }
+
+    public func openOobCodes(projectID: String, now: Date) async throws -> [OobRecord] {
+        state.withLock { state in
+            state.oobCodes.values.filter { $0.projectID == projectID && $0.consumedAt == nil && $0.expiresAt > now }
+                .sorted { $0.createdAt < $1.createdAt }
+        }
+    }
+
+    public func purgeOobCodes(expiredBefore date: Date) async throws -> Int {
+        state.withLock { state in
+            let expired = state.oobCodes.values.filter { $0.expiresAt < date.keptToMilliseconds }.map(\.codeHash)
+            for hash in expired { state.oobCodes.removeValue(forKey: hash) }
+            return expired.count
+        }
+    }
+
+    // MARK: DeliveryLedger
+
+    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
+        state.withLock { state in
+            guard state.deliveries[jobID] == nil else { return }
+            state.deliveries[jobID] = Delivery(
+                projectID: projectID, type: type, destination: destination, status: .pending, owner: nil, attempts: 0, reason: nil)
+        }
+    }
+
+    public func claimDelivery(
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
+    ) async throws -> DeliveryClaim {
+        state.withLock { state in
+            guard var delivery = state.deliveries[jobID] else { return .unknown }
+            if delivery.projectID != projectID { return .mismatch(field: "project") }
+            if delivery.type != type { return .mismatch(field: "type") }
+            if delivery.destination != destination { return .mismatch(field: "to") }
+            switch delivery.status {
+            case .pending, .retrying: break
+            case .sending where reclaimInDoubt: break
+            case .sending: return .inDoubt(owner: delivery.owner ?? "unknown")
+            default: return .finished(delivery.status)
+            }
+            delivery.status = .sending
+            delivery.owner = owner
+            delivery.attempts += 1
+            state.deliveries[jobID] = delivery
+            return .claimed(attempt: delivery.attempts)
+        }
+    }
+
+    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws {
+        state.withLock { state in
+            state.deliveries[jobID]?.status = status
+            state.deliveries[jobID]?.reason = reason
+        }
+    }
+
+    public func recordSegments(jobID: UUID, segments: SMSSegments) async throws {
+        state.withLock { $0.deliveries[jobID]?.segments = segments }
+    }
+
+    public func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)? {
+        state.withLock { state in state.deliveries[jobID].map { ($0.status, $0.reason, $0.attempts) } }
+    }
+
+    // MARK: RateLimitStore
+
+    public func rateDecision(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> GCRA.Decision {
+        state.withLock { Self.decide(&$0, key: key, parameters: parameters, now: now) }
+    }
+
+    public func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (
+        index: Int, decision: GCRA.Decision
+    )? {
+        state.withLock { state in
+            for (index, entry) in entries.enumerated() {
+                let decision = Self.decide(&state, key: entry.key, parameters: entry.parameters, now: now)
+                guard decision.allowed else {
+                    for spent in entries[..<index] { Self.refund(&state, key: spent.key, parameters: spent.parameters, now: now) }
+                    return (index, decision)
+                }
+            }
+            return nil
+        }
+    }
+
+    public func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws {
+        state.withLock { Self.refund(&$0, key: key, parameters: parameters, now: now) }
+    }
+
+    private static func decide(_ state: inout State, key: String, parameters: GCRA.Parameters, now: Int64) -> GCRA.Decision {
+        let decision = GCRA.decide(tat: state.rates[key], now: now, parameters: parameters)
+        if decision.allowed { state.rates[key] = decision.tat }
+        return decision
+    }
+
+    private static func refund(_ state: inout State, key: String, parameters: GCRA.Parameters, now: Int64) {
+        guard let tat = state.rates[key] else { return }
+        state.rates[key] = GCRA.refund(tat: tat, now: now, parameters: parameters)
+    }
+
+    public func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)] {
+        state.withLock { state in
+            state.rates.filter { key, _ in
+                guard let parts = LimitCheck.parse(key) else { return false }
+                return parts.kind == kind && parts.subject == subject && (project == nil || parts.project == project)
+            }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        }
+    }
+
+    public func resetRates(kind: String, subject: String, project: String?) async throws -> Int {
+        let keys = try await rateStates(kind: kind, subject: subject, project: project).map(\.key)
+        state.withLock { state in for key in keys { state.rates.removeValue(forKey: key) } }
+        return keys.count
+    }
+
+    public func purgeRates(before now: Int64) async throws -> Int {
+        state.withLock { state in
+            let passed = state.rates.filter { $0.value < now }.map(\.key)
+            for key in passed { state.rates.removeValue(forKey: key) }
+            return passed.count
+        }
+    }
+
+    public func observePrefix(projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) async throws -> Bool {
+        let micros = now.microsecondsSince1970
+        return state.withLock { state in
+            let key = "\(projectID)\u{0}\(prefix)"
+            let (next, trips) = PrefixVelocity.observe(state.velocity[key], now: micros, settings: settings)
+            state.velocity[key] = next
+            guard trips else { return false }
+            state.blocks[key] = PrefixBlock(
+                projectID: projectID, prefix: prefix, until: Date(microseconds: micros + settings.blockFor.microseconds),
+                reason: PrefixBlock.reason(tripped: next, settings: settings), createdAt: Date(microseconds: micros))
+            return true
+        }
+    }
+
+    public func prefixBlock(projectID: String, prefix: String, now: Date) async throws -> PrefixBlock? {
+        state.withLock { state in state.blocks["\(projectID)\u{0}\(prefix)"].flatMap { $0.until > now ? $0 : nil } }
+    }
+
+    public func prefixBlocks(now: Date) async throws -> [PrefixBlock] {
+        state.withLock { state in
+            state.blocks.values.filter { $0.until > now }.sorted { ($0.projectID, $0.prefix) < ($1.projectID, $1.prefix) }
+        }
+    }
+
+    public func liftPrefixBlock(projectID: String, prefix: String) async throws -> Bool {
+        state.withLock { state in
+            let key = "\(projectID)\u{0}\(prefix)"
+            state.velocity.removeValue(forKey: key)
+            return state.blocks.removeValue(forKey: key) != nil
+        }
+    }
+
+    public func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)] {
+        state.withLock { state in
+            var counts: [String: (sent: Int, verified: Int)] = [:]
+            for session in state.sessions.values
+            where session.createdAt >= since.keptToMilliseconds && session.jobID != nil && !session.region.isEmpty {
+                counts[session.region, default: (0, 0)].sent += 1
+                if session.consumedAt != nil { counts[session.region, default: (0, 0)].verified += 1 }
+            }
+            return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sent, $0.value.verified) }
+        }
+    }
+
+    // MARK: AppVerificationStore
+
+    public func insertReceipt(_ receipt: AppReceipt) async throws {
+        try state.withLock { state in
+            guard state.receipts[receipt.receiptHash] == nil else { throw StoreError(.unique("app_receipts_pkey"), "receipt exists") }
+            var stored = receipt
+            stored.createdAt = receipt.createdAt.keptToMilliseconds
+            state.receipts[receipt.receiptHash] = stored
+        }
+    }
+
+    public func receipt(hash: String) async throws -> AppReceipt? {
+        state.withLock { $0.receipts[hash] }
+    }
+
+    public func deleteReceipt(hash: String) async throws {
+        state.withLock { _ = $0.receipts.removeValue(forKey: hash) }
+    }
+
+    public func purgeReceipts(issuedBefore date: Date) async throws -> Int {
+        state.withLock { state in
+            let old = state.receipts.values.filter { $0.createdAt < date.keptToMilliseconds }.map(\.receiptHash)
+            for hash in old { state.receipts.removeValue(forKey: hash) }
+            return old.count
+        }
+    }
+
+    public func markDeviceTokenInvalid(hash: String, reason: String, since: Date) async throws {
+        state.withLock { $0.invalidTokens[hash] = reason }
+    }
+
+    public func invalidDeviceToken(hash: String) async throws -> String? {
+        state.withLock { $0.invalidTokens[hash] }
+    }
+}
+
+extension Date {
+    /// The instant as the SQL stores keep it: whole milliseconds since 1970.
+    var keptToMilliseconds: Date { Date(milliseconds: millisecondsSince1970) }
+
+    init(microseconds: Int64) { self.init(timeIntervalSince1970: Double(microseconds) / 1_000_000) }
+}
+
+extension VerificationSession {
+    fileprivate var keptToMilliseconds: VerificationSession {
+        var copy = self
+        copy.createdAt = createdAt.keptToMilliseconds
+        copy.expiresAt = expiresAt.keptToMilliseconds
+        copy.consumedAt = consumedAt?.keptToMilliseconds
+        return copy
+    }
+}
+
+extension UserAccount {
+    fileprivate var keptToMilliseconds: UserAccount {
+        var copy = self
+        copy.email = email?.lowercased()
+        copy.createdAt = createdAt.keptToMilliseconds
+        copy.lastLoginAt = lastLoginAt.keptToMilliseconds
+        copy.validSince = validSince?.keptToMilliseconds
+        return copy
+    }
+}

@@ -1,0 +1,324 @@
+/// Schema versions, applied in order. Both backends have the same versions with the same tables,
+/// columns and indexes; only the column types are spelled for each (INTEGER → BIGINT, REAL →
+/// DOUBLE PRECISION, BLOB → BYTEA). A new version is added to both lists at once.
+///
+/// SQLite records the version in `PRAGMA user_version`; PostgreSQL in `herald_schema_version`, changed
+/// only under a transaction-scoped advisory lock, so ten processes starting at once apply each step once.
+public enum Migrations {
+    /// The newest schema version this build knows.
+    public static var latestVersion: Int { sqliteSteps.count }
+
+    static let sqliteSteps: [String] = [
+        // 1: sessions, accounts, refresh tokens, delivery ledger.
+        """
+        CREATE TABLE verification_sessions (
+          id TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          phone_number TEXT NOT NULL,
+          code_hash BLOB NOT NULL,
+          created_at_ms INTEGER NOT NULL,
+          expires_at_ms INTEGER NOT NULL,
+          attempts INTEGER NOT NULL DEFAULT 0,
+          max_attempts INTEGER NOT NULL,
+          consumed_at_ms INTEGER,
+          job_id TEXT
+        );
+        CREATE INDEX verification_sessions_expiry ON verification_sessions (expires_at_ms);
+        CREATE TABLE users (
+          local_id TEXT NOT NULL,
+          project_id TEXT NOT NULL,
+          phone_number TEXT,
+          created_at_ms INTEGER NOT NULL,
+          last_login_at_ms INTEGER NOT NULL,
+          valid_since_ms INTEGER,
+          disabled INTEGER NOT NULL DEFAULT 0,
+          PRIMARY KEY (project_id, local_id)
+        );
+        CREATE UNIQUE INDEX users_phone ON users (project_id, phone_number) WHERE phone_number IS NOT NULL;
+        CREATE TABLE refresh_tokens (
+          token_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          local_id TEXT NOT NULL,
+          provider TEXT NOT NULL,
+          created_at_ms INTEGER NOT NULL
+        );
+        CREATE TABLE deliveries (
+          job_id TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          type TEXT NOT NULL,
+          destination TEXT NOT NULL,
+          status TEXT NOT NULL,
+          owner TEXT,
+          attempts INTEGER NOT NULL DEFAULT 0,
+          reason TEXT,
+          created_at_ms INTEGER NOT NULL,
+          updated_at_ms INTEGER NOT NULL
+        );
+        CREATE INDEX deliveries_status ON deliveries (status, updated_at_ms);
+        """,
+        // 2: rate limits (GCRA, microseconds), prefix velocity and blocks, region per session.
+        """
+        CREATE TABLE rate_limits (
+          key TEXT PRIMARY KEY,
+          tat_us INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX rate_limits_tat ON rate_limits (tat_us);
+        CREATE TABLE prefix_velocity (
+          project_id TEXT NOT NULL,
+          prefix TEXT NOT NULL,
+          window_start_us INTEGER NOT NULL,
+          count INTEGER NOT NULL,
+          baseline REAL NOT NULL,
+          PRIMARY KEY (project_id, prefix)
+        ) WITHOUT ROWID;
+        CREATE TABLE prefix_blocks (
+          project_id TEXT NOT NULL,
+          prefix TEXT NOT NULL,
+          until_us INTEGER NOT NULL,
+          reason TEXT NOT NULL,
+          created_us INTEGER NOT NULL,
+          PRIMARY KEY (project_id, prefix)
+        ) WITHOUT ROWID;
+        ALTER TABLE verification_sessions ADD COLUMN region TEXT NOT NULL DEFAULT '';
+        CREATE INDEX verification_sessions_created ON verification_sessions (created_at_ms);
+        """,
+        // 3: SMS segments per message; app verification (receipts, invalid device tokens); reentrant sends.
+        """
+        ALTER TABLE deliveries ADD COLUMN segments INTEGER;
+        ALTER TABLE deliveries ADD COLUMN encoding TEXT;
+        CREATE TABLE app_receipts (
+          receipt_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          bundle_id TEXT NOT NULL,
+          secret_hash TEXT NOT NULL,
+          device_token_hash TEXT NOT NULL,
+          created_at_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX app_receipts_created ON app_receipts (created_at_ms);
+        CREATE TABLE invalid_device_tokens (
+          token_hash TEXT PRIMARY KEY,
+          reason TEXT NOT NULL,
+          invalid_since_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        ALTER TABLE verification_sessions ADD COLUMN session_info_sealed TEXT;
+        ALTER TABLE verification_sessions ADD COLUMN client_key TEXT;
+        ALTER TABLE verification_sessions ADD COLUMN credential_hash TEXT;
+        CREATE INDEX verification_sessions_phone ON verification_sessions (project_id, phone_number, created_at_ms);
+        """,
+        // 4: email accounts, email action codes, second factors; session purpose.
+        """
+        ALTER TABLE users ADD COLUMN email TEXT;
+        ALTER TABLE users ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE users ADD COLUMN password_hash TEXT;
+        ALTER TABLE users ADD COLUMN display_name TEXT;
+        ALTER TABLE users ADD COLUMN email_link_signin INTEGER NOT NULL DEFAULT 0;
+        CREATE UNIQUE INDEX users_email ON users (project_id, email) WHERE email IS NOT NULL;
+        CREATE TABLE mfa_enrollments (
+          project_id TEXT NOT NULL,
+          local_id TEXT NOT NULL,
+          enrollment_id TEXT NOT NULL,
+          phone_number TEXT NOT NULL,
+          display_name TEXT,
+          enrolled_at_ms INTEGER NOT NULL,
+          PRIMARY KEY (project_id, local_id, enrollment_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE oob_codes (
+          code_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          request_type TEXT NOT NULL,
+          email TEXT NOT NULL,
+          created_at_ms INTEGER NOT NULL,
+          expires_at_ms INTEGER NOT NULL,
+          consumed_at_ms INTEGER,
+          job_id TEXT,
+          link_sealed TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX oob_codes_expiry ON oob_codes (expires_at_ms);
+        ALTER TABLE verification_sessions ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signIn';
+        ALTER TABLE verification_sessions ADD COLUMN code_sealed TEXT;
+        """,
+    ]
+
+    static let postgresSteps: [String] = [
+        // 1: sessions, accounts, refresh tokens, delivery ledger.
+        """
+        CREATE TABLE verification_sessions (
+          id TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          phone_number TEXT NOT NULL,
+          code_hash BYTEA NOT NULL,
+          created_at_ms BIGINT NOT NULL,
+          expires_at_ms BIGINT NOT NULL,
+          attempts BIGINT NOT NULL DEFAULT 0,
+          max_attempts BIGINT NOT NULL,
+          consumed_at_ms BIGINT,
+          job_id TEXT
+        );
+        CREATE INDEX verification_sessions_expiry ON verification_sessions (expires_at_ms);
+        CREATE TABLE users (
+          local_id TEXT NOT NULL,
+          project_id TEXT NOT NULL,
+          phone_number TEXT,
+          created_at_ms BIGINT NOT NULL,
+          last_login_at_ms BIGINT NOT NULL,
+          valid_since_ms BIGINT,
+          disabled BIGINT NOT NULL DEFAULT 0,
+          PRIMARY KEY (project_id, local_id)
+        );
+        CREATE UNIQUE INDEX users_phone ON users (project_id, phone_number) WHERE phone_number IS NOT NULL;
+        CREATE TABLE refresh_tokens (
+          token_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          local_id TEXT NOT NULL,
+          provider TEXT NOT NULL,
+          created_at_ms BIGINT NOT NULL
+        );
+        CREATE TABLE deliveries (
+          job_id TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          type TEXT NOT NULL,
+          destination TEXT NOT NULL,
+          status TEXT NOT NULL,
+          owner TEXT,
+          attempts BIGINT NOT NULL DEFAULT 0,
+          reason TEXT,
+          created_at_ms BIGINT NOT NULL,
+          updated_at_ms BIGINT NOT NULL
+        );
+        CREATE INDEX deliveries_status ON deliveries (status, updated_at_ms);
+        """,
+        // 2: rate limits (GCRA, microseconds), prefix velocity and blocks, region per session.
+        """
+        CREATE TABLE rate_limits (
+          key TEXT PRIMARY KEY,
+          tat_us BIGINT NOT NULL
+        );
+        CREATE INDEX rate_limits_tat ON rate_limits (tat_us);
+        CREATE TABLE prefix_velocity (
+          project_id TEXT NOT NULL,
+          prefix TEXT NOT NULL,
+          window_start_us BIGINT NOT NULL,
+          count BIGINT NOT NULL,
+          baseline DOUBLE PRECISION NOT NULL,
+          PRIMARY KEY (project_id, prefix)
+        );
+        CREATE TABLE prefix_blocks (
+          project_id TEXT NOT NULL,
+          prefix TEXT NOT NULL,
+          until_us BIGINT NOT NULL,
+          reason TEXT NOT NULL,
+          created_us BIGINT NOT NULL,
+          PRIMARY KEY (project_id, prefix)
+        );
+        ALTER TABLE verification_sessions ADD COLUMN region TEXT NOT NULL DEFAULT '';
+        CREATE INDEX verification_sessions_created ON verification_sessions (created_at_ms);
+        """,
+        // 3: SMS segments per message; app verification (receipts, invalid device tokens); reentrant sends.
+        """
+        ALTER TABLE deliveries ADD COLUMN segments BIGINT;
+        ALTER TABLE deliveries ADD COLUMN encoding TEXT;
+        CREATE TABLE app_receipts (
+          receipt_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          bundle_id TEXT NOT NULL,
+          secret_hash TEXT NOT NULL,
+          device_token_hash TEXT NOT NULL,
+          created_at_ms BIGINT NOT NULL
+        );
+        CREATE INDEX app_receipts_created ON app_receipts (created_at_ms);
+        CREATE TABLE invalid_device_tokens (
+          token_hash TEXT PRIMARY KEY,
+          reason TEXT NOT NULL,
+          invalid_since_ms BIGINT NOT NULL
+        );
+        ALTER TABLE verification_sessions ADD COLUMN session_info_sealed TEXT;
+        ALTER TABLE verification_sessions ADD COLUMN client_key TEXT;
+        ALTER TABLE verification_sessions ADD COLUMN credential_hash TEXT;
+        CREATE INDEX verification_sessions_phone ON verification_sessions (project_id, phone_number, created_at_ms);
+        """,
+        // 4: email accounts, email action codes, second factors; session purpose.
+        """
+        ALTER TABLE users ADD COLUMN email TEXT;
+        ALTER TABLE users ADD COLUMN email_verified BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE users ADD COLUMN password_hash TEXT;
+        ALTER TABLE users ADD COLUMN display_name TEXT;
+        ALTER TABLE users ADD COLUMN email_link_signin BIGINT NOT NULL DEFAULT 0;
+        CREATE UNIQUE INDEX users_email ON users (project_id, email) WHERE email IS NOT NULL;
+        CREATE TABLE mfa_enrollments (
+          project_id TEXT NOT NULL,
+          local_id TEXT NOT NULL,
+          enrollment_id TEXT NOT NULL,
+          phone_number TEXT NOT NULL,
+          display_name TEXT,
+          enrolled_at_ms BIGINT NOT NULL,
+          PRIMARY KEY (project_id, local_id, enrollment_id)
+        );
+        CREATE TABLE oob_codes (
+          code_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          request_type TEXT NOT NULL,
+          email TEXT NOT NULL,
+          created_at_ms BIGINT NOT NULL,
+          expires_at_ms BIGINT NOT NULL,
+          consumed_at_ms BIGINT,
+          job_id TEXT,
+          link_sealed TEXT
+        );
+        CREATE INDEX oob_codes_expiry ON oob_codes (expires_at_ms);
+        ALTER TABLE verification_sessions ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signIn';
+        ALTER TABLE verification_sessions ADD COLUMN code_sealed TEXT;
+        """,
+    ]
+
+    /// Tables a store holds, in the order `herald-admin store status` lists them.
+    static let tables = [
+        "users", "mfa_enrollments", "refresh_tokens", "verification_sessions", "oob_codes", "deliveries", "rate_limits",
+        "prefix_velocity", "prefix_blocks", "app_receipts", "invalid_device_tokens",
+    ]
+
+    /// The schema version the database holds (0: empty).
+    static func version(_ db: any SQLConnection) throws -> Int {
+        switch db.dialect {
+        case .sqlite:
+            return Int(try db.query("PRAGMA user_version").first?.first?.int ?? 0)
+        case .postgres:
+            let exists = try db.query("SELECT to_regclass('herald_schema_version') IS NOT NULL").first?.first
+            guard exists == .integer(1) else { return 0 }
+            return Int(try db.query("SELECT version FROM herald_schema_version").first?.first?.int ?? 0)
+        }
+    }
+
+    /// Applies missing steps in one transaction; safe when several processes start at once (SQLite:
+    /// the write lock `BEGIN IMMEDIATE` takes; PostgreSQL: an advisory lock taken first). Returns the
+    /// versions applied. A database newer than this build is left alone and refused.
+    @discardableResult
+    static func migrate(_ db: any SQLConnection) throws -> [Int] {
+        let steps = db.dialect == .sqlite ? sqliteSteps : postgresSteps
+        return try db.transaction {
+            try db.lock("herald-migrations")
+            if db.dialect == .postgres {
+                try db.query("CREATE TABLE IF NOT EXISTS herald_schema_version (version BIGINT NOT NULL)")
+                if try db.query("SELECT version FROM herald_schema_version").isEmpty {
+                    try db.query("INSERT INTO herald_schema_version (version) VALUES (0)")
+                }
+            }
+            let current = try version(db)
+            guard current <= steps.count else {
+                throw StoreError(.failed, "the database has schema version \(current); this build knows up to \(steps.count): upgrade Herald")
+            }
+            var applied: [Int] = []
+            for (index, step) in steps.enumerated() where index >= current {
+                switch db.dialect {
+                case .sqlite:
+                    try db.execute(step)
+                    try db.execute("PRAGMA user_version = \(index + 1)")
+                case .postgres:
+                    try db.execute(step)
+                    try db.execute("UPDATE herald_schema_version SET version = \(index + 1)")
+                }
+                applied.append(index + 1)
+            }
+            return applied
+        }
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import HeraldCore
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+/// The backend for several machines: postgres-nio's connection pool (`PostgresClient`, `store.poolSize`
+/// connections per process) and a thread pool of the same size that runs `SQLStore`'s blocking
+/// statement sequences, one leased connection each. A sequence holds its connection for its whole
+/// length, so a transaction's statements all run on one connection.
+final class PostgresBackend: SQLBackend {
+    let dialect = SQLDialect.postgres
+    private let client: PostgresClient
+    private let threads: NIOThreadPool
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+    private let placeholders = PlaceholderCache()
+    /// How long a call waits for a pooled connection before it fails as unavailable (the pool keeps
+    /// retrying a database that is down far longer; a request must not hang that long).
+    private let leaseTimeout: Duration
+    private let endpoint: String
+
+    init(location: StoreLocation.PostgresLocation, poolSize: Int, caFile: String?, leaseTimeout: Duration, logger: Logger) throws {
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: try Self.tls(location.sslMode, caFile: caFile))
+        configuration.options.maximumConnections = poolSize
+        configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = leaseTimeout
+        self.leaseTimeout = leaseTimeout
+        self.endpoint = "\(location.host):\(location.port)"
+        if let schema = location.schema {
+            // Every connection resolves table names in the schema (the migrations create it).
+            configuration.options.additionalStartupParameters = [("search_path", schema)]
+        }
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.threads = NIOThreadPool(numberOfThreads: poolSize)
+        threads.start()
+        self.logger = logger
+        let client = self.client
+        self.runner = Task { await client.run() }
+    }
+
+    /// libpq's sslmode on NIOSSL: only `verify-ca` and `verify-full` check without a CA file given.
+    static func tls(_ mode: StoreLocation.PostgresLocation.SSLMode, caFile: String?) throws -> PostgresClient.Configuration.TLS {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile {
+            tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+        }
+        switch mode {
+        case .disable: return .disable
+        case .prefer, .require:
+            tls.certificateVerification = caFile == nil ? .none : .fullVerification
+            return mode == .prefer ? .prefer(tls) : .require(tls)
+        case .verifyCA:
+            tls.certificateVerification = .noHostnameVerification
+            return .require(tls)
+        case .verifyFull:
+            tls.certificateVerification = .fullVerification
+            return .require(tls)
+        }
+    }
+
+    func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        let leased = LeaseFlag()
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { [client, threads, logger, placeholders] in
+                    try await client.withConnection { connection in
+                        leased.set()
+                        return try await threads.runIfActive {
+                            try body(PostgresSQLConnection(connection: connection, logger: logger, placeholders: placeholders))
+                        }
+                    }
+                }
+                group.addTask { [leaseTimeout] in
+                    // Only the wait for a connection is bounded; statements already running finish.
+                    try await Task.sleep(for: leaseTimeout)
+                    return nil
+                }
+                while let result = try await group.next() {
+                    if let value = result {
+                        group.cancelAll()
+                        return value
+                    }
+                    if leased.isSet == false {
+                        group.cancelAll()
+                        throw StoreError(.unavailable, "PostgreSQL at \(endpoint): no connection within \(leaseTimeout)")
+                    }
+                }
+                throw StoreError(.unavailable, "PostgreSQL at \(endpoint): the call ended without an answer")
+            }
+        } catch let error as PSQLError {
+            throw PostgresSQLConnection.storeError(error)
+        } catch let error as StoreError {
+            throw error
+        } catch  where leased.isSet {
+            // The body's own errors (an `AccountConflict`, say) pass through unchanged.
+            throw error
+        } catch {
+            // Before a connection was leased: pool errors (circuit breaker, shut down) and cancellation
+            // all mean the database cannot be reached.
+            throw StoreError(.unavailable, "PostgreSQL at \(endpoint) unreachable: \(String(describing: error).prefix(200))")
+        }
+    }
+
+    func close() async {
+        runner.cancel()
+        await runner.value
+        try? await threads.shutdownGracefully()
+    }
+}
+
+/// Set once a call holds a connection (from then on it is not timed out).
+private final class LeaseFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func set() { flag.store(true, ordering: .releasing) }
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+}
+
+/// `?` and `?N` placeholders (both backends' statement text) rewritten once per statement as `$N`.
+final class PlaceholderCache: Sendable {
+    private let cache = Mutex<[String: String]>([:])
+
+    func postgres(_ sql: String) -> String {
+        if let cached = cache.withLock({ $0[sql] }) { return cached }
+        let rewritten = Self.rewrite(sql)
+        cache.withLock { $0[sql] = rewritten }
+        return rewritten
+    }
+
+    /// Outside string literals: `?N` → `$N`, a bare `?` → the next number.
+    static func rewrite(_ sql: String) -> String {
+        var output = ""
+        output.reserveCapacity(sql.utf8.count + 16)
+        var next = 1
+        var inLiteral = false
+        var characters = sql.makeIterator()
+        var pending: Character? = characters.next()
+        while let character = pending {
+            pending = characters.next()
+            if character == "'" { inLiteral.toggle() }
+            guard character == "?", inLiteral == false else {
+                output.append(character)
+                continue
+            }
+            var digits = ""
+            while let digit = pending, digit.isASCII, digit.isNumber {
+                digits.append(digit)
+                pending = characters.next()
+            }
+            if digits.isEmpty {
+                output += "$\(next)"
+                next += 1
+            } else {
+                output += "$" + digits
+            }
+        }
+        return output
+    }
+}
+
+/// One leased PostgreSQL connection seen as a blocking `SQLConnection`. Only used on the thread
+/// pool's threads (never an event loop), where waiting on a future is allowed.
+final class PostgresSQLConnection: SQLConnection {
+    let dialect = SQLDialect.postgres
+    private let connection: PostgresConnection
+    private let logger: Logger
+    private let placeholders: PlaceholderCache
+    private(set) var changes = 0
+    private var inTransaction = false
+
+    init(connection: PostgresConnection, logger: Logger, placeholders: PlaceholderCache) {
+        self.connection = connection
+        self.logger = logger
+        self.placeholders = placeholders
+    }
+
+    @discardableResult
+    func query(_ sql: String, _ bindings: [SQLValue]) throws -> [[SQLValue]] {
+        var binds = PostgresBindings(capacity: bindings.count)
+        for value in bindings {
+            switch value {
+            case .null: binds.appendNull()
+            case .integer(let number): binds.append(number)
+            case .real(let number): binds.append(number)
+            case .text(let text): binds.append(text)
+            case .blob(let data): binds.append(ByteBuffer(bytes: data))
+            }
+        }
+        let result: PostgresQueryResult
+        do {
+            result = try connection.query(PostgresQuery(unsafeSQL: placeholders.postgres(sql), binds: binds), logger: logger).wait()
+        } catch let error as PSQLError {
+            throw Self.storeError(error)
+        }
+        changes = result.metadata.rows ?? 0
+        return try result.rows.map { row in try row.map(Self.value) }
+    }
+
+    func execute(_ script: String) throws {
+        for statement in script.split(separator: ";") where statement.allSatisfy(\.isWhitespace) == false {
+            try query(String(statement), [])
+        }
+    }
+
+    static func value(_ cell: PostgresCell) throws -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int8, .int4, .int2: return .integer(try cell.decode(Int64.self))
+        case .float8, .float4: return .real(try cell.decode(Double.self))
+        case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)
+        case .bytea: return .blob(try cell.decode(Data.self))
+        case .void: return .null
+        default: return .text(try cell.decode(String.self))
+        }
+    }
+
+    /// Deadlocks and serialization failures are PostgreSQL asking for the transaction again.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        precondition(inTransaction == false, "nested transactions are not used")
+        var attempt = 0
+        while true {
+            attempt += 1
+            try query("BEGIN", [])
+            inTransaction = true
+            defer { inTransaction = false }
+            do {
+                let result = try body()
+                try query("COMMIT", [])
+                return result
+            } catch {
+                _ = try? query("ROLLBACK", [])
+                guard let failure = error as? StoreError, failure.retryable, attempt < 5 else { throw error }
+            }
+        }
+    }
+
+    func lock(_ key: String) throws {
+        try query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)])
+    }
+
+    /// The server's message and SQLSTATE; postgres-nio's own description hides details on purpose,
+    /// and neither carries bound values.
+    static func storeError(_ error: PSQLError) -> StoreError {
+        guard let info = error.serverInfo else {
+            return StoreError(.unavailable, "PostgreSQL unavailable (\(error.code))")
+        }
+        let state = info[.sqlState] ?? "?????"
+        let message = "PostgreSQL \(state): \(info[.message] ?? "error")"
+        switch state {
+        case "23505": return StoreError(.unique(info[.constraintName] ?? ""), message)
+        case "40P01", "40001": return StoreError(.retry, message)
+        case _ where state.hasPrefix("08") || state.hasPrefix("57P"): return StoreError(.unavailable, message)
+        default: return StoreError(.failed, message)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import HeraldCore
+import Logging
+
+extension SQLStore {
+    /// Opens the store `configuration` names and (with `migrate`, as every process does at start-up)
+    /// brings its schema up to date: SQLite at once; PostgreSQL retried with backoff for
+    /// `connectTimeout` (a host may start before the database), then the error.
+    public static func open(_ configuration: HeraldConfiguration.Store, migrate: Bool = true, logger: Logger) async throws -> SQLStore {
+        switch configuration.location {
+        case .sqlite(let path):
+            return try SQLStore(sqlitePath: path, migrate: migrate)
+        case .postgres(let location):
+            let backend = try PostgresBackend(
+                location: location, poolSize: configuration.poolSize, caFile: configuration.caFile,
+                leaseTimeout: configuration.connectTimeout, logger: logger)
+            let store = SQLStore(backend: backend)
+            let deadline = ContinuousClock.now + configuration.connectTimeout
+            var pause = Duration.milliseconds(100)
+            while true {
+                do {
+                    let applied = migrate ? try await store.migrate(schema: location.schema) : try await store.ping()
+                    if applied.isEmpty == false {
+                        logger.notice("store: migrated", metadata: ["versions": "\(applied)", "store": "\(location.redacted)"])
+                    }
+                    return store
+                } catch let error as StoreError where error.kind == .unavailable && ContinuousClock.now + pause < deadline {
+                    logger.warning("store: PostgreSQL not reachable yet, retrying", metadata: ["error": "\(error.message)"])
+                    try await Task.sleep(for: pause)
+                    pause = min(pause * 2, .seconds(2))
+                } catch {
+                    await store.close()
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Applies missing schema versions (PostgreSQL: under an advisory lock, creating `schema` first);
+    /// returns the versions applied.
+    @discardableResult
+    public func migrate(schema: String? = nil) async throws -> [Int] {
+        try await run { db in
+            if let schema, db.dialect == .postgres {
+                try db.transaction {
+                    try db.lock("herald-schema:\(schema)")
+                    try db.execute("CREATE SCHEMA IF NOT EXISTS \(schema)")
+                }
+            }
+            return try Migrations.migrate(db)
+        }
+    }
+
+    /// Proves the database answers (returns no versions, like a migration with nothing to do).
+    func ping() async throws -> [Int] {
+        try await run { db in
+            try db.query("SELECT 1")
+            return []
+        }
+    }
+
+    /// What `herald-admin store status` prints: backend, schema version (and the newest this build
+    /// knows), rows per table.
+    public func status() async throws -> StoreStatus {
+        try await run { db in
+            let version = try Migrations.version(db)
+            var rows: [(table: String, rows: Int)] = []
+            if version > 0 {
+                for table in Migrations.tables {
+                    rows.append((table, Int(try db.query("SELECT count(*) FROM \(table)").first?.first?.int ?? 0)))
+                }
+            }
+            return StoreStatus(backend: db.dialect, version: version, latest: Migrations.latestVersion, rows: rows)
+        }
+    }
+}
+
+/// A store's shape and size, for operators.
+public struct StoreStatus: Sendable {
+    public var backend: SQLDialect
+    public var version: Int
+    public var latest: Int
+    public var rows: [(table: String, rows: Int)]
+}
+
+extension SQLStore {
+    /// Drops a PostgreSQL schema and everything in it (test clean-up; `herald-admin` never calls it).
+    public func dropSchema(_ schema: String) async throws {
+        guard StoreLocation.isIdentifier(schema) else { throw StoreError(.failed, "not a schema name") }
+        try await run { db in try db.execute("DROP SCHEMA IF EXISTS \(schema) CASCADE") }
+    }
+}
