@@ -2,7 +2,8 @@
 # A project-local RabbitMQ for `make run` / `make test`: no systemd, every listener and epmd on
 # 127.0.0.1, all state under $HERALD_STATE_DIR/rabbitmq (default .herald/rabbitmq, git-ignored).
 # AMQP_PORT (default 5672) picks the port; several nodes can run side by side (the outage test starts
-# its own on a free port).
+# its own on a free port). AMQP_TLS_PORT with AMQP_TLS_CERT, AMQP_TLS_KEY, AMQP_TLS_CA (and
+# AMQP_TLS_REQUIRE_CLIENT_CERT=true) adds a TLS listener.
 #
 #   scripts/broker.sh start   start one unless a broker already answers on $AMQP_PORT (default 5672)
 #   scripts/broker.sh stop    stop the broker this script started (and its epmd), nothing else
@@ -46,6 +47,12 @@ start() {
   rm -f "$BASE/rabbit.pid"
   printf '%s\n' "listeners.tcp.default = 127.0.0.1:$PORT" 'raft.wal_max_size_bytes = 67108864' \
     'log.console = false' 'log.file.level = warning' > "$BASE/rabbitmq.conf"
+  # Tests of amqps://: a TLS listener with the given certificate, checking clients against AMQP_TLS_CA.
+  if [ -n "${AMQP_TLS_PORT:-}" ]; then
+    printf '%s\n' "listeners.ssl.default = 127.0.0.1:$AMQP_TLS_PORT" "ssl_options.cacertfile = $AMQP_TLS_CA" \
+      "ssl_options.certfile = $AMQP_TLS_CERT" "ssl_options.keyfile = $AMQP_TLS_KEY" 'ssl_options.verify = verify_peer' \
+      "ssl_options.fail_if_no_peer_cert = ${AMQP_TLS_REQUIRE_CLIENT_CERT:-false}" >> "$BASE/rabbitmq.conf"
+  fi
   echo '[].' > "$BASE/enabled_plugins"
   : > "$BASE/rabbitmq-env.conf"
   echo '[].' > "$BASE/advanced.config"

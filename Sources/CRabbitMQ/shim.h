@@ -4,6 +4,7 @@
 #include <amqp.h>
 #include <amqp_framing.h>
 #include <amqp_tcp_socket.h>
+#include <amqp_ssl_socket.h>
 
 // amqp_login_with_properties is C-variadic, which Swift cannot call.
 static inline amqp_rpc_reply_t herald_amqp_login_plain(amqp_connection_state_t state, const char *vhost,

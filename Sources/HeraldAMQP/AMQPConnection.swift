@@ -28,7 +28,11 @@ public final class AMQPConnection: Service, Sendable {
 
     /// Connection settings.
     public struct Options: Sendable {
-        public var endpoint: AMQPEndpoint
+        /// The broker's nodes, tried in order: a failed connect moves on to the next at once; a full
+        /// round of failures waits with backoff (100 ms doubling to 5 s) before the next round.
+        public var endpoints: [AMQPEndpoint]
+        /// For `amqps://` endpoints.
+        public var tls: HeraldConfiguration.AMQP.TLS
         public var role: Role
         /// Shown in `rabbitmqctl list_connections client_properties`.
         public var name: String
@@ -38,10 +42,12 @@ public final class AMQPConnection: Service, Sendable {
         public var publishTimeout: Duration
 
         public init(
-            endpoint: AMQPEndpoint, role: Role, name: String, heartbeat: Duration = .seconds(30),
-            connectTimeout: Duration = .seconds(5), publishTimeout: Duration = .seconds(5)
+            endpoints: [AMQPEndpoint], tls: HeraldConfiguration.AMQP.TLS = .init(), role: Role, name: String,
+            heartbeat: Duration = .seconds(30), connectTimeout: Duration = .seconds(5), publishTimeout: Duration = .seconds(5)
         ) {
-            self.endpoint = endpoint
+            precondition(endpoints.isEmpty == false, "an AMQP connection needs at least one endpoint")
+            self.endpoints = endpoints
+            self.tls = tls
             self.role = role
             self.name = name
             self.heartbeat = heartbeat
@@ -49,6 +55,9 @@ public final class AMQPConnection: Service, Sendable {
             self.publishTimeout = publishTimeout
         }
     }
+
+    /// Which endpoint the connection uses now (nil while disconnected), for logs and tests.
+    public var connectedEndpoint: AMQPEndpoint? { shared.withLock { $0.connected ? $0.endpoint : nil } }
 
     enum Command: Sendable {
         case publish(PendingPublish)
@@ -72,6 +81,7 @@ public final class AMQPConnection: Service, Sendable {
     struct Shared {
         var inbox: [Command] = []
         var connected = false
+        var endpoint: AMQPEndpoint?
         var blocked = false
         var started = false
         var finished = false
@@ -243,5 +253,24 @@ public final class AMQPConnection: Service, Sendable {
         } else {
             ConnectionDriver.refuse(command, AMQPError(.shuttingDown, "connection is closed"))
         }
+    }
+}
+
+extension AMQPConnection.Options {
+    /// One endpoint (tests, tools).
+    public init(
+        endpoint: AMQPEndpoint, tls: HeraldConfiguration.AMQP.TLS = .init(), role: AMQPConnection.Role, name: String,
+        heartbeat: Duration = .seconds(30), connectTimeout: Duration = .seconds(5), publishTimeout: Duration = .seconds(5)
+    ) {
+        self.init(
+            endpoints: [endpoint], tls: tls, role: role, name: name, heartbeat: heartbeat, connectTimeout: connectTimeout,
+            publishTimeout: publishTimeout)
+    }
+
+    /// The settings `amqp` gives every Herald process.
+    public init(_ amqp: HeraldConfiguration.AMQP, role: AMQPConnection.Role, name: String) {
+        self.init(
+            endpoints: amqp.endpoints, tls: amqp.tls, role: role, name: name, heartbeat: amqp.heartbeat,
+            connectTimeout: amqp.connectTimeout, publishTimeout: amqp.publishTimeout)
     }
 }

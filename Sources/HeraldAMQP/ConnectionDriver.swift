@@ -24,7 +24,11 @@ final class ConnectionDriver {
     var stopping = false
     var backoff: Duration = .milliseconds(100)
     var nextAttempt = ContinuousClock.now
-    var lastConnectError: String?
+    /// The endpoint the next connect tries, and how many endpoints failed since the last success.
+    var endpointIndex = 0
+    var failuresThisRound = 0
+    /// The last error per endpoint, so a node that stays down is logged once, not every round.
+    var lastConnectError: [Int: String] = [:]
 
     // Publisher state: sequence numbers of unconfirmed publishes (per connection incarnation).
     var nextSequence: UInt64 = 1
@@ -99,10 +103,10 @@ final class ConnectionDriver {
 
     func connect() {
         let options = owner.options
-        let endpoint = options.endpoint
+        let endpoint = options.endpoints[endpointIndex]
         do {
             guard let state = amqp_new_connection() else { throw AMQPError(.library, "out of memory") }
-            guard let socket = amqp_tcp_socket_new(state) else {
+            guard let socket = endpoint.tls ? try tlsSocket(state, options.tls) : amqp_tcp_socket_new(state) else {
                 amqp_destroy_connection(state)
                 throw AMQPError(.library, "cannot create a socket")
             }
@@ -110,13 +114,14 @@ final class ConnectionDriver {
             let opened = amqp_socket_open_noblock(socket, endpoint.host, Int32(endpoint.port), &connectTimeout)
             guard opened == AMQP_STATUS_OK.rawValue else {
                 amqp_destroy_connection(state)
-                throw AMQPError(.notConnected, "connect to \(endpoint.host):\(endpoint.port): \(String(cString: amqp_error_string2(opened)))")
+                throw AMQPError(
+                    .notConnected, "connect to \(endpoint.redacted): \(String(cString: amqp_error_string2(opened)))")
             }
             _ = amqp_set_handshake_timeout(state, &connectTimeout)
             var rpcTimeout = timeval(max(options.connectTimeout, .seconds(10)))
             _ = amqp_set_rpc_timeout(state, &rpcTimeout)
             self.state = state
-            try login(state)
+            try login(state, endpoint)
             amqp_channel_open(state, Self.mainChannel)
             try checkReply(state, "channel.open")
             generation += 1
@@ -131,6 +136,7 @@ final class ConnectionDriver {
             }
             switch options.role {
             case .publisher:
+                // A new connection is a new confirm sequence: confirms of the old one died with it.
                 amqp_confirm_select(state, Self.mainChannel)
                 try checkReply(state, "confirm.select")
                 nextSequence = 1
@@ -146,9 +152,11 @@ final class ConnectionDriver {
                 break
             }
             backoff = .milliseconds(100)
-            lastConnectError = nil
+            failuresThisRound = 0
+            lastConnectError = [:]
             owner.shared.withLock {
                 $0.connected = true
+                $0.endpoint = endpoint
                 $0.blocked = false
             }
             logger.info(
@@ -160,16 +168,55 @@ final class ConnectionDriver {
                 self.state = nil
             }
             let message = (error as? AMQPError)?.detail ?? "\(error)"
-            if message != lastConnectError {
-                logger.warning("amqp connection failed; retrying with backoff", metadata: ["error": .string(message)])
-                lastConnectError = message
+            if message != lastConnectError[endpointIndex] {
+                logger.warning(
+                    "amqp connection failed; trying the next node",
+                    metadata: ["error": .string(message), "amqp.endpoint": .string(endpoint.redacted)])
+                lastConnectError[endpointIndex] = message
             }
-            nextAttempt = ContinuousClock.now + backoff
-            backoff = min(backoff * 2, .seconds(5))
+            scheduleNextAttempt(failed: true)
         }
     }
 
-    func login(_ state: amqp_connection_state_t) throws {
+    /// Moves to the next endpoint. A failure there is tried again at once on the next node; only when
+    /// every node failed in a row does the next round wait, with backoff (100 ms doubling to 5 s).
+    func scheduleNextAttempt(failed: Bool) {
+        let count = owner.options.endpoints.count
+        endpointIndex = (endpointIndex + 1) % count
+        if failed { failuresThisRound += 1 }
+        if failuresThisRound >= count || (failed == false && count == 1) {
+            failuresThisRound = 0
+            nextAttempt = ContinuousClock.now + backoff
+            backoff = min(backoff * 2, .seconds(5))
+        } else {
+            nextAttempt = ContinuousClock.now
+        }
+    }
+
+    /// A TLS socket checking the broker's certificate chain and host name (unless `verifyPeer` is
+    /// off), against `caFile` or the system's roots, presenting a client certificate when configured.
+    func tlsSocket(_ state: amqp_connection_state_t, _ tls: HeraldConfiguration.AMQP.TLS) throws -> OpaquePointer? {
+        guard let socket = amqp_ssl_socket_new(state) else { return nil }
+        amqp_ssl_socket_set_verify_peer(socket, tls.verifyPeer ? 1 : 0)
+        amqp_ssl_socket_set_verify_hostname(socket, tls.verifyPeer ? 1 : 0)
+        // rabbitmq-c 0.11 loads no default trust store: without caFile, name the system's bundle.
+        let systemRoots = "/etc/ssl/certs/ca-certificates.crt"
+        if let caFile = tls.caFile ?? (FileManager.default.fileExists(atPath: systemRoots) ? systemRoots : nil) {
+            let status = amqp_ssl_socket_set_cacert(socket, caFile)
+            guard status == AMQP_STATUS_OK.rawValue else {
+                throw AMQPError(.library, "amqp.tls.caFile \(caFile): \(String(cString: amqp_error_string2(status)))")
+            }
+        }
+        if let certFile = tls.certFile, let keyFile = tls.keyFile {
+            let status = amqp_ssl_socket_set_key(socket, certFile, keyFile)
+            guard status == AMQP_STATUS_OK.rawValue else {
+                throw AMQPError(.library, "amqp.tls.certFile/keyFile: \(String(cString: amqp_error_string2(status)))")
+            }
+        }
+        return socket
+    }
+
+    func login(_ state: amqp_connection_state_t, _ endpoint: AMQPEndpoint) throws {
         let options = owner.options
         let arena = CArena()
         // Without these capabilities the broker sends no connection.blocked notices and no
@@ -199,10 +246,9 @@ final class ConnectionDriver {
         var table = amqp_table_t(num_entries: 2, entries: properties)
         let heartbeat = Int32(clamping: options.heartbeat.milliseconds / 1000)
         let reply = herald_amqp_login_plain(
-            state, options.endpoint.virtualHost, 0, 131_072, heartbeat, &table, options.endpoint.user,
-            options.endpoint.password)
+            state, endpoint.virtualHost, 0, 131_072, heartbeat, &table, endpoint.user, endpoint.password)
         if let error = reply.error {
-            throw AMQPError(error.kind, "login to vhost '\(options.endpoint.virtualHost)' as '\(options.endpoint.user)': \(error.detail)")
+            throw AMQPError(error.kind, "login to vhost '\(endpoint.virtualHost)' as '\(endpoint.user)': \(error.detail)")
         }
     }
 
@@ -220,13 +266,18 @@ final class ConnectionDriver {
             amqp_destroy_connection(state)
             self.state = nil
         }
-        owner.shared.withLock { $0.connected = false }
+        owner.shared.withLock {
+            $0.connected = false
+            $0.endpoint = nil
+        }
+        // Publishes waiting for a confirm fail: the API answers 503 and the client retries, rather
+        // than a success for a message the broker may never have taken.
         failUnconfirmed(AMQPError(.connectionLost, reason))
         brokenReason = nil
         rpcChannelOpen = false
         consuming = false
-        nextAttempt = ContinuousClock.now + backoff
-        backoff = min(backoff * 2, .seconds(5))
+        // The node we were on just failed: start with the next one.
+        scheduleNextAttempt(failed: false)
     }
 
     func closeCleanly() {

@@ -46,10 +46,7 @@ public struct APIDependencies: Sendable {
         let store = try await SQLStore.open(configuration.store, logger: logger)
         let topology = Topology(configuration: configuration)
         let connection = AMQPConnection(
-            options: .init(
-                endpoint: AMQPEndpoint(url: configuration.amqp.url)!, role: .publisher, name: "herald-api",
-                heartbeat: configuration.amqp.heartbeat, connectTimeout: configuration.amqp.connectTimeout,
-                publishTimeout: configuration.amqp.publishTimeout),
+            options: .init(configuration.amqp, role: .publisher, name: "herald-api"),
             logger: logger,
             onConnect: { channel in
                 do {

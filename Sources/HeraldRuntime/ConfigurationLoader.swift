@@ -69,7 +69,24 @@ public enum ConfigurationLoader {
         configuration.email.templates = try loadTemplates(
             directory: configuration.email.templateDir, key: "email.templateDir",
             files: HeraldConfiguration.emailTemplateFiles.map { ($0, $0) }, placeholders: HeraldConfiguration.emailPlaceholders)
+        if let file = configuration.amqp.passwordFile {
+            let password = try readSecret(file, key: "amqp.passwordFile")
+            for index in configuration.amqp.endpoints.indices { configuration.amqp.endpoints[index].password = password }
+        }
         return configuration
+    }
+
+    /// The first line of a secret file (a mounted Kubernetes Secret, a systemd credential), trailing
+    /// newline and spaces dropped; never echoed in errors.
+    static func readSecret(_ path: String, key: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(key: key, problem: "cannot read '\(path)'")
+        }
+        let secret = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map {
+            String($0).trimmingCharacters(in: .whitespaces)
+        }
+        guard let secret, secret.isEmpty == false else { throw ConfigError(key: key, problem: "'\(path)' is empty") }
+        return secret
     }
 
     /// The variables Kubernetes sets for a Service: `<S>_SERVICE_HOST`, `<S>_SERVICE_PORT[_<NAME>]`,

@@ -27,6 +27,10 @@ public struct TestConfiguration: Sendable {
     public var testNumbers: [String: String] = ["+16505553434": "654321"]
     public var sealingKey: String? = Data(SecureRandom.bytes(32)).base64EncodedString()
     public var amqpURL = TestBroker.url
+    /// Several nodes (`amqp.url` as a list); overrides `amqpURL` when set.
+    public var amqpURLs: [String]? = nil
+    /// More keys for `amqp` (YAML flow entries: `tls: {caFile: …}, passwordFile: …`).
+    public var amqpExtra = ""
     /// `store.url`; nil = SQLite in the state directory (`TestStore.freshURL()` gives a PostgreSQL one).
     public var storeURL: String? = nil
     public var publishTimeout = "3s"
@@ -94,7 +98,7 @@ public struct TestConfiguration: Sendable {
         return """
             http: {host: "\(apiHost)", port: \(apiPort), metricsPort: \(apiMetricsPort), idleTimeout: \(idleTimeout), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
             state: {dir: "\(stateDir)"}
-            amqp: {url: "\(amqpURL)", exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s}
+            amqp: {url: \(amqpURLs.map { "[" + $0.map { "\"\($0)\"" }.joined(separator: ", ") + "]" } ?? "\"\(amqpURL)\""), exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s\(amqpExtra.isEmpty ? "" : ", " + amqpExtra)}
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}
             store: {url: "\(storeURL ?? "sqlite:\(stateDir)/herald.sqlite")", poolSize: 8}
             devMode: \(devMode ?? (provider == "console" || emailProvider == "console"))

@@ -14,6 +14,8 @@ public struct TestTLS: Sendable {
     public let caFile: String
     let serverCertificatePEM: String
     let serverKeyPEM: String
+    let clientCertificatePEM: String
+    let clientKeyPEM: String
 
     /// The process-wide instance.
     public static let shared: TestTLS = {
@@ -56,6 +58,19 @@ public struct TestTLS: Sendable {
             },
             issuerPrivateKey: .init(caKey))
 
+        let clientKey = P256.Signing.PrivateKey()
+        let client = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(clientKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: caName, subject: try DistinguishedName { CommonName("herald-client") }, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.clientAuth])
+                AuthorityKeyIdentifier(keyIdentifier: try ca.extensions.subjectKeyIdentifier?.keyIdentifier)
+            },
+            issuerPrivateKey: .init(caKey))
+
         let caPEM = try ca.serializeAsPEM().pemString
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-test-tls-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -63,16 +78,26 @@ public struct TestTLS: Sendable {
         try Data((caPEM + "\n").utf8).write(to: URL(fileURLWithPath: caFile))
         return TestTLS(
             caPEM: caPEM, caFile: caFile, serverCertificatePEM: try server.serializeAsPEM().pemString,
-            serverKeyPEM: serverKey.pemRepresentation)
+            serverKeyPEM: serverKey.pemRepresentation, clientCertificatePEM: try client.serializeAsPEM().pemString,
+            clientKeyPEM: clientKey.pemRepresentation)
     }
 
-    /// The server certificate and key as PEM files (for servers outside this process: aiosmtpd).
+    /// The server certificate and key as PEM files (for servers outside this process: aiosmtpd, RabbitMQ).
     public func serverFiles() throws -> (certificate: String, key: String) {
+        try write(serverCertificatePEM, serverKeyPEM, as: "server")
+    }
+
+    /// A client certificate (CN herald-client, clientAuth) and key signed by the same CA, as PEM files.
+    public func clientFiles() throws -> (certificate: String, key: String) {
+        try write(clientCertificatePEM, clientKeyPEM, as: "client")
+    }
+
+    private func write(_ certificatePEM: String, _ keyPEM: String, as name: String) throws -> (certificate: String, key: String) {
         let directory = URL(fileURLWithPath: caFile).deletingLastPathComponent()
-        let certificate = directory.appendingPathComponent("server.pem").path
-        let key = directory.appendingPathComponent("server-key.pem").path
-        try Data((serverCertificatePEM + "\n").utf8).write(to: URL(fileURLWithPath: certificate))
-        try Data((serverKeyPEM + "\n").utf8).write(to: URL(fileURLWithPath: key))
+        let certificate = directory.appendingPathComponent("\(name).pem").path
+        let key = directory.appendingPathComponent("\(name)-key.pem").path
+        try Data((certificatePEM + "\n").utf8).write(to: URL(fileURLWithPath: certificate))
+        try Data((keyPEM + "\n").utf8).write(to: URL(fileURLWithPath: key))
         return (certificate, key)
     }
 

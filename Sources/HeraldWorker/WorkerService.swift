@@ -87,7 +87,6 @@ public final class WorkerService: Service {
         configuration: HeraldConfiguration, type: JobType, logger: Logger
     ) -> (consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology) {
         let topology = Topology(configuration: configuration)
-        let endpoint = AMQPEndpoint(url: configuration.amqp.url)!
         let declare: @Sendable (AMQPChannel) throws -> Void = { channel in
             do {
                 try topology.declare(on: channel, types: [type])
@@ -98,14 +97,11 @@ public final class WorkerService: Service {
         }
         let consumer = AMQPConnection(
             options: .init(
-                endpoint: endpoint, role: .consumer(queue: topology.workQueue(type), prefetch: configuration.amqp.prefetch),
-                name: "herald-\(type.rawValue)-worker consumer", heartbeat: configuration.amqp.heartbeat,
-                connectTimeout: configuration.amqp.connectTimeout),
+                configuration.amqp, role: .consumer(queue: topology.workQueue(type), prefetch: configuration.amqp.prefetch),
+                name: "herald-\(type.rawValue)-worker consumer"),
             logger: logger, onConnect: declare)
         let publisher = AMQPConnection(
-            options: .init(
-                endpoint: endpoint, role: .publisher, name: "herald-\(type.rawValue)-worker publisher", heartbeat: configuration.amqp.heartbeat,
-                connectTimeout: configuration.amqp.connectTimeout, publishTimeout: configuration.amqp.publishTimeout),
+            options: .init(configuration.amqp, role: .publisher, name: "herald-\(type.rawValue)-worker publisher"),
             logger: logger, onConnect: declare)
         return (consumer, publisher, topology)
     }

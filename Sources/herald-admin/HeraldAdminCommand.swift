@@ -33,16 +33,12 @@ struct HeraldAdminCommand: AsyncParsableCommand {
 func adminConnection(_ options: CommonOptions) async throws -> (HeraldConfiguration, HeraldAMQP.Topology, AMQPConnection) {
     let (configuration, _) = try ConfigurationLoader.loadOrExitCode(path: options.config)
     HeraldLogging.bootstrap(.init(level: "warning", format: configuration.logging.format))
-    let endpoint = AMQPEndpoint(url: configuration.amqp.url)!
     let connection = AMQPConnection(
-        options: .init(
-            endpoint: endpoint, role: .publisher, name: "herald-admin", heartbeat: configuration.amqp.heartbeat,
-            connectTimeout: configuration.amqp.connectTimeout, publishTimeout: configuration.amqp.publishTimeout),
-        logger: Logger(label: "herald-admin"))
+        options: .init(configuration.amqp, role: .publisher, name: "herald-admin"), logger: Logger(label: "herald-admin"))
     connection.start()
     guard await connection.waitUntilConnected(timeout: configuration.amqp.connectTimeout + .seconds(2)) else {
         await connection.shutdown()
-        throw ValidationError("cannot connect to the broker at \(endpoint.redacted)")
+        throw ValidationError("cannot connect to the broker at \(configuration.amqp.endpoints.map(\.redacted).joined(separator: " or "))")
     }
     return (configuration, HeraldAMQP.Topology(configuration: configuration), connection)
 }

@@ -113,6 +113,34 @@ struct ConfigurationTests {
         #expect(problem(Self.minimal + "\nstore: {poolSize: 0}\n")?.key == "store.poolSize")
     }
 
+    @Test("amqp.url: one URL or a list of nodes, amqp:// or amqps:// (port 5671); amqp.tls and amqp.passwordFile")
+    func brokerURLs() throws {
+        let nodes = try ConfigurationLoader.parse(
+            yaml: Self.minimal
+                + "\namqp: {url: [\"amqps://herald:x@mq-1.example.net/prod\", \"amqps://herald:x@mq-2.example.net:5999/prod\"], tls: {caFile: /etc/herald/mq-ca.pem}}\n"
+        )
+        #expect(nodes.amqp.endpoints.map(\.host) == ["mq-1.example.net", "mq-2.example.net"])
+        #expect(nodes.amqp.endpoints.map(\.port) == [5671, 5999])
+        #expect(nodes.amqp.endpoints.allSatisfy { $0.tls && $0.virtualHost == "prod" })
+        #expect(nodes.amqp.tls == .init(caFile: "/etc/herald/mq-ca.pem", verifyPeer: true))
+        #expect(nodes.amqp.endpoints[0].redacted == "amqps://herald:***@mq-1.example.net:5671/prod")
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).amqp.endpoints.map(\.port) == [5672])
+
+        let directory = NSTemporaryDirectory() + "herald-secret-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "s3cret\n".write(toFile: directory + "/amqp", atomically: true, encoding: .utf8)
+        let withFile = try ConfigurationLoader.parse(
+            yaml: Self.minimal + "\namqp: {url: [\"amqp://herald@a/%2f\", \"amqp://herald@b/%2f\"], passwordFile: \"\(directory)/amqp\"}\n")
+        #expect(withFile.amqp.endpoints.map(\.password) == ["s3cret", "s3cret"])
+        #expect(problem(Self.minimal + "\namqp: {passwordFile: \"\(directory)/missing\"}\n")?.key == "amqp.passwordFile")
+
+        #expect(problem(Self.minimal + "\namqp: {url: [\"amqp://a/%2f\", \"http://b\"]}\n")?.key == "amqp.url[1]")
+        #expect(problem(Self.minimal + "\namqp: {url: []}\n")?.key == "amqp.url")
+        #expect(problem(Self.minimal + "\namqp: {tls: {caFile: /ca.pem}}\n")?.key == "amqp.tls")
+        #expect(problem(Self.minimal + "\namqp: {url: \"amqps://a/%2f\", tls: {certFile: /c.pem}}\n")?.key == "amqp.tls.keyFile")
+        #expect(problem(Self.minimal + "\namqp: {url: \"amqps://a/%2f\", tls: {verifyPeer: maybe}}\n")?.key == "amqp.tls.verifyPeer")
+    }
+
     @Test("an unknown key stops start-up naming the key and suggesting the right one")
     func unknownKey() {
         let error = problem(Self.minimal + "\n  htp: {timeout: 5s}\n")

@@ -4,55 +4,10 @@ import HeraldStore
 import HeraldTesting
 import Testing
 
-/// Stops and restarts RabbitMQ under a running stack. The suite starts a broker of its own (scripts/
-/// broker.sh on a free port, its own data directory), so it can take it down without disturbing the
-/// tests that share the main one.
+/// Stops and restarts RabbitMQ under a running stack. The suite starts a broker of its own
+/// (`PrivateBroker`), so it can take it down without disturbing the tests that share the main one.
 @Suite("Broker outage: stop and restart RabbitMQ under a running stack", .serialized)
 struct BrokerOutageTests {
-    /// A private RabbitMQ node driven through the project's broker script.
-    struct PrivateBroker {
-        let port = freePort()
-        let distributionPort = freePort()
-        let directory = NSTemporaryDirectory() + "herald-broker-\(UUID().uuidString.prefix(8))"
-        static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("scripts/broker.sh").path
-
-        var url: String { "amqp://guest:guest@127.0.0.1:\(port)/%2f" }
-
-        /// A started node. A free port can be taken by another test's connection before RabbitMQ binds it
-        /// (the suite runs in parallel with everything else), so a failed start is retried on new ports.
-        static func started() async throws -> PrivateBroker {
-            var failure: (any Error)?
-            for _ in 0..<3 {
-                let broker = PrivateBroker()
-                do {
-                    try await broker.run("start")
-                    return broker
-                } catch {
-                    failure = error
-                    try? FileManager.default.removeItem(atPath: broker.directory)
-                }
-            }
-            throw failure!
-        }
-
-        func run(_ command: String) async throws {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let log = directory + "/broker-script.log"
-            let line =
-                "AMQP_PORT=\(port) AMQP_DIST_PORT=\(distributionPort) HERALD_STATE_DIR='\(directory)' '\(Self.script)' \(command) >> '\(log)' 2>&1"
-            // system() waits for its own child; Foundation's Process lost track of this script's exit
-            // (it leaves a daemonized broker behind) on Linux.
-            let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-                Thread { continuation.resume(returning: system(line)) }.start()
-            }
-            guard status == 0 else {
-                let output = (FileManager.default.contents(atPath: log)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-                throw TestFailure("scripts/broker.sh \(command) failed (port \(port), status \(status)):\n\(output.suffix(2000))")
-            }
-        }
-    }
-
     @Test("a confirmed job survives a broker restart; while it is down the API answers 503 and keeps running")
     func restart() async throws {
         let broker = try await PrivateBroker.started()

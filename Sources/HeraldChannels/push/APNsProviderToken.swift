@@ -28,6 +28,9 @@ public actor APNsProviderToken {
     public let teamID: String
     private var signer: JWTKeyCollection?
     private var current: (token: String, issuedAt: Date)?
+    /// The mint in progress: signing suspends the actor, and callers arriving meanwhile must share its
+    /// token instead of minting their own (APNs throttles connections that switch tokens often).
+    private var minting: Task<String, any Error>?
 
     /// `keyPEM` is the content of the AuthKey_<keyID>.p8 file (PKCS#8 PEM).
     public init(keyPEM: String, keyID: String, teamID: String) throws {
@@ -39,7 +42,7 @@ public actor APNsProviderToken {
     /// The token to send now (minted when there is none or it reached its lifetime).
     public func token(now: Date) async throws -> String {
         if let current, now.timeIntervalSince(current.issuedAt) < Self.lifetime.seconds { return current.token }
-        return try await mint(now: now)
+        return try await mintOnce(now: now)
     }
 
     /// Replaces the token after APNs refused it, unless it is younger than 20 minutes (then the key,
@@ -47,8 +50,16 @@ public actor APNsProviderToken {
     /// a new token was minted.
     public func renewAfterRefusal(now: Date) async throws -> Bool {
         if let current, now.timeIntervalSince(current.issuedAt) < Self.minimumAge.seconds { return false }
-        _ = try await mint(now: now)
+        _ = try await mintOnce(now: now)
         return true
+    }
+
+    private func mintOnce(now: Date) async throws -> String {
+        if let minting { return try await minting.value }
+        let task = Task { try await self.mint(now: now) }
+        minting = task
+        defer { minting = nil }
+        return try await task.value
     }
 
     /// When the current token was minted.

@@ -39,16 +39,33 @@ extension HeraldConfiguration {
         try state.finish()
 
         let amqp = try root.section("amqp")
-        let url = try amqp.string("url", default: "amqp://guest:guest@127.0.0.1:5672/%2f")
-        guard AMQPEndpoint(url: url) != nil else {
-            throw amqp.fail("url", "must be an amqp://user:password@host:port/vhost URL (amqps:// is not supported yet)")
+        let urls = try amqp.stringList("url", default: ["amqp://guest:guest@127.0.0.1:5672/%2f"])
+        guard urls.isEmpty == false else { throw amqp.fail("url", "needs at least one broker URL") }
+        var endpoints: [AMQPEndpoint] = []
+        for (index, url) in urls.enumerated() {
+            guard let endpoint = AMQPEndpoint(url: url) else {
+                throw amqp.fail(
+                    urls.count == 1 ? "url" : "url[\(index)]", "must be an amqp://user:password@host:port/vhost or amqps://… URL")
+            }
+            endpoints.append(endpoint)
+        }
+        let amqpTLS = try amqp.section("tls")
+        let tls = AMQP.TLS(
+            caFile: try amqpTLS.optionalString("caFile"), certFile: try amqpTLS.optionalString("certFile"),
+            keyFile: try amqpTLS.optionalString("keyFile"), verifyPeer: try amqpTLS.bool("verifyPeer", default: true))
+        guard (tls.certFile == nil) == (tls.keyFile == nil) else {
+            throw amqpTLS.fail(tls.certFile == nil ? "certFile" : "keyFile", "a client certificate needs both certFile and keyFile")
+        }
+        try amqpTLS.finish()
+        if endpoints.contains(where: \.tls) == false, tls.caFile != nil || tls.certFile != nil {
+            throw amqp.fail("tls", "applies to amqps:// URLs only")
         }
         let exchange = try amqp.string("exchange", default: "herald")
         guard exchange.isEmpty == false, exchange.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
             throw amqp.fail("exchange", "must be letters, digits, '.', '_' or '-' (got '\(exchange)')")
         }
         self.amqp = AMQP(
-            url: url, exchange: exchange,
+            endpoints: endpoints, tls: tls, passwordFile: try amqp.optionalString("passwordFile"), exchange: exchange,
             queueType: try amqp.choice("queueType", ["quorum", "classic"], default: "quorum"),
             prefetch: try amqp.int("prefetch", default: 32, in: 1...2000),
             heartbeat: try amqp.duration("heartbeat", default: .seconds(30), in: .zero ... .seconds(600)),

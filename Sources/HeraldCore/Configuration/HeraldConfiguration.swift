@@ -53,7 +53,13 @@ public struct HeraldConfiguration: Sendable {
 
     /// `amqp`: the broker.
     public struct AMQP: Sendable {
-        public var url: String
+        /// The nodes of the broker (`amqp.url`: one URL or a list), tried in order on every (re)connect.
+        /// Passwords from `passwordFile` are already in them once `ConfigurationLoader` has loaded the file.
+        public var endpoints: [AMQPEndpoint]
+        /// For `amqps://` nodes.
+        public var tls: TLS
+        /// A file holding the broker password (instead of the URLs'), e.g. a mounted Kubernetes Secret.
+        public var passwordFile: String?
         /// Exchange name; queue names derive from it (`<exchange>.sms`, `<exchange>.sms.dead`, …).
         public var exchange: String
         /// `quorum` (default) or `classic` work queues.
@@ -68,6 +74,24 @@ public struct HeraldConfiguration: Sendable {
         public var publishTimeout: Duration
         /// TCP connect and login timeout.
         public var connectTimeout: Duration
+
+        /// `amqp.tls`: how `amqps://` connections check the broker and prove themselves.
+        public struct TLS: Sendable, Equatable {
+            /// CA (PEM) that signed the brokers' certificates; nil = the system's roots.
+            public var caFile: String?
+            /// Client certificate and key (PEM) for brokers that require one (`fail_if_no_peer_cert`).
+            public var certFile: String?
+            public var keyFile: String?
+            /// Check the broker's certificate and host name (default true; false only for a lab).
+            public var verifyPeer: Bool
+
+            public init(caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil, verifyPeer: Bool = true) {
+                self.caFile = caFile
+                self.certFile = certFile
+                self.keyFile = keyFile
+                self.verifyPeer = verifyPeer
+            }
+        }
     }
 
     /// `store`: `sqlite:<path>` (default `sqlite:<state.dir>/herald.sqlite`, one machine) or
