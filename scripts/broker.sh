@@ -18,45 +18,58 @@ STATE_DIR=${HERALD_STATE_DIR:-.herald}
 BASE="$(cd "$STATE_DIR" && pwd)/rabbitmq"
 PORT=${AMQP_PORT:-5672}
 DIST_PORT=${AMQP_DIST_PORT:-$((PORT + 20000))}
+# AMQP_HOST (default 127.0.0.1): the address every listener binds, for a node inside a test's network
+# namespace (tests of a three-node cluster); such a node is named herald@<address> (Erlang long names).
+HOST=${AMQP_HOST:-127.0.0.1}
 NODE="herald@localhost"
 if [ "$PORT" != 5672 ]; then NODE="herald-$PORT@localhost"; fi
+LONGNAME=false
+if [ "$HOST" != 127.0.0.1 ]; then NODE="herald@$HOST"; LONGNAME=true; fi
+DIST_INTERFACE="{${HOST//./,}}"
+EPMD_ADDRESS=127.0.0.1
+if [ "$HOST" != 127.0.0.1 ]; then EPMD_ADDRESS="127.0.0.1,$HOST"; fi
 BIN=/usr/lib/rabbitmq/bin
 
 rmq_env() {
-  env HOME="$BASE" RABBITMQ_NODENAME="$NODE" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
-    RABBITMQ_NODE_PORT="$PORT" RABBITMQ_DIST_PORT="$DIST_PORT" ERL_EPMD_ADDRESS=127.0.0.1 \
+  env HOME="$BASE" RABBITMQ_NODENAME="$NODE" RABBITMQ_USE_LONGNAME="$LONGNAME" RABBITMQ_NODE_IP_ADDRESS="$HOST" \
+    RABBITMQ_NODE_PORT="$PORT" RABBITMQ_DIST_PORT="$DIST_PORT" ERL_EPMD_ADDRESS="$EPMD_ADDRESS" \
     ERL_CRASH_DUMP="$BASE/erl_crash.dump" \
     RABBITMQ_MNESIA_BASE="$BASE/mnesia" RABBITMQ_LOG_BASE="$BASE/log" RABBITMQ_PID_FILE="$BASE/rabbit.pid" \
     RABBITMQ_CONFIG_FILE="$BASE/rabbitmq.conf" RABBITMQ_ENABLED_PLUGINS_FILE="$BASE/enabled_plugins" \
     RABBITMQ_CONF_ENV_FILE="$BASE/rabbitmq-env.conf" RABBITMQ_ADVANCED_CONFIG_FILE="$BASE/advanced.config" \
-    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
-    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" "$@"
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface $DIST_INTERFACE" \
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface $DIST_INTERFACE" "$@"
 }
 
-answers() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
+answers() { (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; }
 
 ours_running() { [ -f "$BASE/server.pid" ] && kill -0 "$(cat "$BASE/server.pid")" 2>/dev/null; }
 
 start() {
   if answers; then
-    if ours_running; then echo "broker: ours is already running on 127.0.0.1:$PORT"; else echo "broker: using the broker already answering on 127.0.0.1:$PORT"; fi
+    if ours_running; then echo "broker: ours is already running on $HOST:$PORT"; else echo "broker: using the broker already answering on $HOST:$PORT"; fi
     return 0
   fi
   [ -x "$BIN/rabbitmq-server" ] || { echo "broker: rabbitmq-server is not installed (run scripts/setup.sh)" >&2; exit 1; }
   mkdir -p "$BASE"
   rm -f "$BASE/rabbit.pid"
-  printf '%s\n' "listeners.tcp.default = 127.0.0.1:$PORT" 'raft.wal_max_size_bytes = 67108864' \
+  # Nodes of one cluster share the Erlang cookie (AMQP_COOKIE); a lone node makes its own.
+  if [ -n "${AMQP_COOKIE:-}" ]; then
+    (umask 077 && printf '%s' "$AMQP_COOKIE" > "$BASE/.erlang.cookie")
+    chmod 400 "$BASE/.erlang.cookie"
+  fi
+  printf '%s\n' "listeners.tcp.default = $HOST:$PORT" 'raft.wal_max_size_bytes = 67108864' \
     'log.console = false' 'log.file.level = warning' > "$BASE/rabbitmq.conf"
   # Tests of amqps://: a TLS listener with the given certificate, checking clients against AMQP_TLS_CA.
   if [ -n "${AMQP_TLS_PORT:-}" ]; then
-    printf '%s\n' "listeners.ssl.default = 127.0.0.1:$AMQP_TLS_PORT" "ssl_options.cacertfile = $AMQP_TLS_CA" \
+    printf '%s\n' "listeners.ssl.default = $HOST:$AMQP_TLS_PORT" "ssl_options.cacertfile = $AMQP_TLS_CA" \
       "ssl_options.certfile = $AMQP_TLS_CERT" "ssl_options.keyfile = $AMQP_TLS_KEY" 'ssl_options.verify = verify_peer' \
       "ssl_options.fail_if_no_peer_cert = ${AMQP_TLS_REQUIRE_CLIENT_CERT:-false}" >> "$BASE/rabbitmq.conf"
   fi
   echo '[].' > "$BASE/enabled_plugins"
   : > "$BASE/rabbitmq-env.conf"
   echo '[].' > "$BASE/advanced.config"
-  echo "broker: starting RabbitMQ on 127.0.0.1:$PORT (data in $BASE)"
+  echo "broker: starting RabbitMQ on $HOST:$PORT (data in $BASE)"
   # setsid: Ctrl-C in a foreground `make run` must not reach the broker before we stop it ourselves.
   rmq_env setsid "$BIN/rabbitmq-server" > "$BASE/server.out" 2>&1 < /dev/null &
   echo $! > "$BASE/server.pid"
@@ -88,6 +101,16 @@ case "${1:-}" in
     ours_running || { echo "broker: only the broker started by this script can be stopped and started" >&2; exit 1; }
     rmq_env "$BIN/rabbitmqctl" -q "${1//-/_}" ;;
   status)
-    if answers; then echo "broker: answering on 127.0.0.1:$PORT$(ours_running && echo ' (ours)')"; else echo "broker: nothing on 127.0.0.1:$PORT"; fi ;;
-  *) echo "usage: $0 start|stop|status|stop-app|start-app" >&2; exit 2 ;;
+    if answers; then echo "broker: answering on $HOST:$PORT$(ours_running && echo ' (ours)')"; else echo "broker: nothing on $HOST:$PORT"; fi ;;
+  join)
+    # Joins this (running) node to the cluster of node $2 (herald@<address>): its data is reset.
+    ours_running || { echo "broker: only the broker started by this script can join a cluster" >&2; exit 1; }
+    rmq_env "$BIN/rabbitmqctl" -q stop_app
+    rmq_env "$BIN/rabbitmqctl" -q join_cluster "$2"
+    rmq_env "$BIN/rabbitmqctl" -q start_app ;;
+  ctl)
+    # Any rabbitmqctl command against our node (tests: cluster_status, list_queues …).
+    shift
+    rmq_env "$BIN/rabbitmqctl" "$@" ;;
+  *) echo "usage: $0 start|stop|status|stop-app|start-app|join <node>|ctl <rabbitmqctl arguments>" >&2; exit 2 ;;
 esac

@@ -20,6 +20,9 @@ mkdir -p "$STATE_DIR"
 BASE="$(cd "$STATE_DIR" && pwd)/postgres"
 DATA="$BASE/data"
 PORT=${PG_PORT:-15432}
+# PG_HOST: the address to listen on (tests put a server inside a network namespace of their own);
+# PG_ALLOW: a CIDR block whose clients may log in with the password besides loopback (e.g. 10.77.0.0/24).
+HOST=${PG_HOST:-127.0.0.1}
 BIN=/usr/lib/postgresql/15/bin
 URL_FILE="$BASE/url"
 
@@ -29,7 +32,7 @@ as_owner() {
 
 ours_running() { [ -f "$DATA/postmaster.pid" ] && as_owner "$BIN/pg_ctl" -D "$DATA" status > /dev/null 2>&1; }
 
-answers() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
+answers() { (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; }
 
 initialise() {
   [ -x "$BIN/initdb" ] || { echo "postgres: PostgreSQL 15 is not installed (run scripts/setup.sh --test)" >&2; exit 1; }
@@ -49,23 +52,24 @@ initialise() {
   }
   rm -f "$pwfile"
   # Tests open many pools (every process and store has its own), so allow more than the default 100.
-  printf '%s\n' "listen_addresses = '127.0.0.1'" "unix_socket_directories = ''" "max_connections = 400" \
+  printf '%s\n' "listen_addresses = '$HOST'" "unix_socket_directories = ''" "max_connections = 400" \
     "logging_collector = off" >> "$DATA/postgresql.conf"
-  (umask 077 && printf 'postgres://herald:%s@127.0.0.1:%s/herald\n' "$password" "$PORT" > "$URL_FILE")
+  if [ -n "${PG_ALLOW:-}" ]; then printf 'host all all %s scram-sha-256\n' "$PG_ALLOW" >> "$DATA/pg_hba.conf"; fi
+  (umask 077 && printf 'postgres://herald:%s@%s:%s/herald\n' "$password" "$HOST" "$PORT" > "$URL_FILE")
   NEW=1
 }
 
 start() {
-  if ours_running; then echo "postgres: ours is already running on 127.0.0.1:$PORT"; return 0; fi
+  if ours_running; then echo "postgres: ours is already running on $HOST:$PORT"; return 0; fi
   if answers; then
-    echo "postgres: something else answers on 127.0.0.1:$PORT; choose another PG_PORT" >&2
+    echo "postgres: something else answers on $HOST:$PORT; choose another PG_PORT" >&2
     exit 1
   fi
   NEW=0
   # Checked on every start: something may have made the state directory owner-only again.
   [ "$(id -u)" -ne 0 ] || chmod o+x "$STATE_DIR"
   [ -f "$DATA/PG_VERSION" ] || initialise
-  echo "postgres: starting PostgreSQL 15 on 127.0.0.1:$PORT (data in $DATA)"
+  echo "postgres: starting PostgreSQL 15 on $HOST:$PORT (data in $DATA)"
   # setsid: Ctrl-C in a foreground `make run` must not reach the server before we stop it ourselves.
   if ! as_owner setsid "$BIN/pg_ctl" -D "$DATA" -l "$BASE/server.log" -o "-p $PORT" -w -t 60 start > /dev/null; then
     echo "postgres: PostgreSQL did not start; last lines of $BASE/server.log:" >&2
@@ -74,7 +78,7 @@ start() {
   fi
   if [ "$NEW" = 1 ]; then
     PGPASSWORD=$(sed -E 's|^postgres://herald:([^@]*)@.*|\1|' "$URL_FILE") \
-      "$BIN/psql" -q -h 127.0.0.1 -p "$PORT" -U herald -d postgres -c 'CREATE DATABASE herald' > /dev/null
+      "$BIN/psql" -q -h "$HOST" -p "$PORT" -U herald -d postgres -c 'CREATE DATABASE herald' > /dev/null
   fi
   echo "postgres: ready"
 }
@@ -91,7 +95,7 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
-  status) if ours_running; then echo "postgres: ours is running on 127.0.0.1:$PORT"; else echo "postgres: ours is not running"; fi ;;
+  status) if ours_running; then echo "postgres: ours is running on $HOST:$PORT"; else echo "postgres: ours is not running"; fi ;;
   url) [ -f "$URL_FILE" ] || { echo "postgres: not initialised (scripts/postgres.sh start)" >&2; exit 1; }; cat "$URL_FILE" ;;
   *) echo "usage: $0 start|stop|status|url" >&2; exit 2 ;;
 esac

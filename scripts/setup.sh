@@ -5,8 +5,9 @@
 set -euo pipefail
 
 packages=(rabbitmq-server librabbitmq-dev libcurl4-openssl-dev libsqlite3-dev pkg-config curl python3)
-# The suite runs every store test and the main end-to-end tests against PostgreSQL 15 too (scripts/postgres.sh).
-if [ "${1:-}" = "--test" ]; then packages+=(postgresql-15 postgresql-client-15); fi
+# The suite runs every store test and the main end-to-end tests against PostgreSQL 15 too (scripts/postgres.sh),
+# and one test on three network namespaces (iproute2's ip netns; needs root, as CI has).
+if [ "${1:-}" = "--test" ]; then packages+=(postgresql-15 postgresql-client-15 iproute2); fi
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -6,8 +6,8 @@ public struct HeraldClient: Sendable {
     public let baseURL: String
     let curl: CurlClient
 
-    public init(port: Int) {
-        self.baseURL = "http://127.0.0.1:\(port)"
+    public init(host: String = "127.0.0.1", port: Int) {
+        self.baseURL = "http://\(host):\(port)"
         self.curl = CurlClient(logger: quietLogger())
     }
 
@@ -22,6 +22,7 @@ public struct HeraldClient: Sendable {
         /// `error.message` of an Identity Toolkit error envelope.
         public var errorMessage: String? { (json["error"] as? [String: Any])?["message"] as? String }
         public func string(_ key: String) -> String? { json[key] as? String }
+        public func int(_ key: String) -> Int? { json[key] as? Int }
         public func header(_ name: String) -> String? { headers.first { $0.name == name.lowercased() }?.value }
     }
 

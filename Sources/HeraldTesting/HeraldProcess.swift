@@ -15,23 +15,31 @@ public final class HeraldProcess: @unchecked Sendable {
         return URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
     }
 
-    /// Starts `executable` (`herald-api`, `herald-sms-worker`, `herald-admin`) with `arguments`.
-    /// With `pipeStderr`, stderr is a pipe whose read end the test can close (`closeStderrReader()`),
-    /// as a log shipper that goes away does; until then its lines are copied into the log too.
+    /// Starts `executable` (`herald-api`, `herald-sms-worker`, `herald-admin`; or any program by its
+    /// absolute path) with `arguments`, inside `networkNamespace` when given (a `TestNetwork` host;
+    /// `ip netns exec` execs, so the process keeps its pid). With `pipeStderr`, stderr is a pipe whose
+    /// read end the test can close (`closeStderrReader()`), as a log shipper that goes away does; until
+    /// then its lines are copied into the log too.
     public init(
-        _ executable: String, arguments: [String], logDirectory: String, environment: [String: String] = [:], pipeStderr: Bool = false
+        _ executable: String, arguments: [String], logDirectory: String, environment: [String: String] = [:], pipeStderr: Bool = false,
+        networkNamespace: String? = nil
     ) throws {
-        let binary = Self.binDirectory + "/" + executable
+        let binary = executable.hasPrefix("/") ? executable : Self.binDirectory + "/" + executable
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw TestFailure("\(binary) is not built; run `swift build` first (make test does)")
         }
-        self.name = executable
-        self.logPath = logDirectory + "/\(executable)-\(UUID().uuidString.prefix(6)).log"
+        self.name = (executable as NSString).lastPathComponent
+        self.logPath = logDirectory + "/\(name)-\(UUID().uuidString.prefix(6)).log"
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
+        if let networkNamespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", networkNamespace, binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("HERALD_") == false }
         env.merge(environment) { $1 }
         process.environment = env
