@@ -84,6 +84,7 @@ let package = Package(
                 "HeraldCore", "HeraldCurl",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                "Yams",
             ],
             swiftSettings: swiftSettings
         ),
@@ -258,6 +259,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                "Yams",
             ],
             swiftSettings: swiftSettings
         ),

@@ -71,23 +71,33 @@ public struct Topology: Sendable, Equatable {
         [workQueue(type), deadQueue(type)] + delayQueues(type).map(\.name)
     }
 
-    /// Declares everything for `types`, idempotently.
-    public func declare(on channel: AMQPChannel, types: [JobType] = Topology.supportedTypes) throws {
-        try channel.declareExchange(exchange)
-        try channel.declareExchange(deadLetterExchange)
+    /// One queue as Herald declares it: its arguments, and the binding that feeds it, if any.
+    public struct QueuePlan: Sendable, Equatable {
+        public var name: String
+        public var arguments: [String: AMQPHeaderValue]
+        public var boundTo: (exchange: String, routingKey: String)? {
+            bindingExchange.map { ($0, bindingRoutingKey) }
+        }
+        var bindingExchange: String?
+        var bindingRoutingKey: String
+    }
+
+    /// Every queue of `types` with its arguments: what `declare` creates and `definitions` exports,
+    /// so the two cannot drift apart.
+    public func plan(types: [JobType] = Topology.supportedTypes) -> [QueuePlan] {
         let quorum = queueType == "quorum"
+        var plans: [QueuePlan] = []
         for type in types {
             var work: [String: AMQPHeaderValue] = [
                 "x-queue-type": .string(queueType),
                 "x-dead-letter-exchange": .string(deadLetterExchange),
             ]
             if quorum { work["x-delivery-limit"] = .int(Int64(deliveryLimit)) }
-            try channel.declareQueue(workQueue(type), arguments: work)
-            try channel.bindQueue(workQueue(type), exchange: exchange, routingKey: type.rawValue)
-
-            try channel.declareQueue(deadQueue(type), arguments: ["x-queue-type": .string(queueType)])
-            try channel.bindQueue(deadQueue(type), exchange: deadLetterExchange, routingKey: type.rawValue)
-
+            plans.append(QueuePlan(name: workQueue(type), arguments: work, bindingExchange: exchange, bindingRoutingKey: type.rawValue))
+            plans.append(
+                QueuePlan(
+                    name: deadQueue(type), arguments: ["x-queue-type": .string(queueType)], bindingExchange: deadLetterExchange,
+                    bindingRoutingKey: type.rawValue))
             for (name, delay) in delayQueues(type) {
                 var retry: [String: AMQPHeaderValue] = [
                     "x-queue-type": .string(queueType),
@@ -101,8 +111,19 @@ public struct Topology: Sendable, Equatable {
                     retry["x-dead-letter-strategy"] = .string("at-least-once")
                     retry["x-overflow"] = .string("reject-publish")
                 }
-                try channel.declareQueue(name, arguments: retry)
+                plans.append(QueuePlan(name: name, arguments: retry, bindingExchange: nil, bindingRoutingKey: ""))
             }
+        }
+        return plans
+    }
+
+    /// Declares everything for `types`, idempotently.
+    public func declare(on channel: AMQPChannel, types: [JobType] = Topology.supportedTypes) throws {
+        try channel.declareExchange(exchange)
+        try channel.declareExchange(deadLetterExchange)
+        for queue in plan(types: types) {
+            try channel.declareQueue(queue.name, arguments: queue.arguments)
+            if let (source, routingKey) = queue.boundTo { try channel.bindQueue(queue.name, exchange: source, routingKey: routingKey) }
         }
     }
 

@@ -20,7 +20,7 @@ public enum WorkerProcess {
             handler: handler, ledger: ledger, consumer: consumer, publisher: publisher, topology: topology,
             settings: .init(workerConfiguration), keys: keys, logger: logger)
         let health = HealthServer(
-            host: configuration.http.host, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout, logger: logger,
+            host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout, logger: logger,
             isReady: { worker.isReady },
             onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
         // Services stop in reverse order: the worker drains first, the health endpoint goes last.

@@ -15,7 +15,7 @@ struct HeraldAdminCommand: AsyncParsableCommand {
 
     struct Topology: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Broker topology: exchanges, work, retry and dead-letter queues.", subcommands: [Declare.self, Status.self])
+            abstract: "Broker topology: exchanges, work, retry and dead-letter queues.", subcommands: [Declare.self, Status.self, Definitions.self])
     }
 
     struct Limits: AsyncParsableCommand {
@@ -64,6 +64,22 @@ extension HeraldAdminCommand.Topology {
                 )
             }
             await connection.shutdown()
+        }
+    }
+
+    /// `herald-admin topology definitions`: the topology as RabbitMQ definitions, without a broker.
+    struct Definitions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the exchanges, queues and bindings Herald declares as a RabbitMQ definitions file (rabbitmqctl import_definitions).")
+        @OptionGroup var options: CommonOptions
+        @Option(help: "Virtual host (default: the one in amqp.url).") var vhost: String?
+        @Option(help: "User that gets permissions on Herald's exchanges and queues (no password: set one with rabbitmqctl change_password).")
+        var user: String = "herald"
+
+        func run() async throws {
+            let (configuration, _) = try ConfigurationLoader.loadOrExitCode(path: options.config)
+            let topology = HeraldAMQP.Topology(configuration: configuration)
+            print(try topology.definitions(virtualHost: vhost ?? configuration.amqp.endpoints[0].virtualHost, user: user), terminator: "")
         }
     }
 

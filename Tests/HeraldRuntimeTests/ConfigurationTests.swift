@@ -236,6 +236,10 @@ struct ConfigurationTests {
         #expect(configuration.limits.perNumber.map(\.description) == ["3/10m", "10/1d"])
         #expect(configuration.sms.http.headers == ["Authorization": "Bearer t"])
         #expect(configuration.devMode)
+        // null unsets a key set in the file, as `key: null` would.
+        let unset = try ConfigurationLoader.parse(
+            yaml: Self.minimal + "\ntokens: {signingKeyFile: /etc/herald/key.pem}\n", environment: ["HERALD_TOKENS_SIGNING_KEY_FILE": "null"])
+        #expect(unset.tokens.signingKeyFile == nil)
     }
 
     @Test("a bad or unknown HERALD_* variable is named")

@@ -115,7 +115,8 @@ public struct ConfigReader {
         session.topLevelNames.insert(Self.upperSnake(path.first ?? key))
         if let override = session.environment[variable] {
             session.usedEnvironment.insert(variable)
-            return (override, "\(variable) (\(keyPath(key)))")
+            // HERALD_…=null unsets a key, as `key: null` does in the file.
+            return override.isNull ? nil : (override, "\(variable) (\(keyPath(key)))")
         }
         guard let value = values[key], value.isNull == false else { return nil }
         return (value, keyPath(key))

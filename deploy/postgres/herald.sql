@@ -1,0 +1,28 @@
+-- A PostgreSQL role and database for Herald. Run once as a superuser:
+--   psql -h db.internal -U postgres -v password="'<a long random password>'" -f herald.sql
+-- Optional: -v role=herald -v database=herald (the defaults).
+-- Herald creates and migrates its tables itself (every process at start-up, under an advisory lock,
+-- or `herald-admin store migrate`), so the role owns its database and needs nothing else.
+\set ON_ERROR_STOP on
+\if :{?role}
+\else
+  \set role herald
+\endif
+\if :{?database}
+\else
+  \set database herald
+\endif
+\if :{?password}
+\else
+  DO $$ BEGIN RAISE EXCEPTION 'give the role a password: psql -v password="''<password>''" -f herald.sql'; END $$;
+\endif
+
+CREATE ROLE :"role" LOGIN PASSWORD :password NOSUPERUSER NOCREATEDB NOCREATEROLE CONNECTION LIMIT 500;
+CREATE DATABASE :"database" OWNER :"role" ENCODING 'UTF8' TEMPLATE template0;
+REVOKE ALL ON DATABASE :"database" FROM PUBLIC;
+GRANT CONNECT, TEMPORARY ON DATABASE :"database" TO :"role";
+
+\connect :"database"
+-- Only Herald's role may create tables in the database's public schema.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+ALTER SCHEMA public OWNER TO :"role";
