@@ -175,7 +175,8 @@ func adminStore(_ options: CommonOptions, migrate: Bool = true) async throws -> 
 extension HeraldAdminCommand {
     struct Store: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "The shared store (SQLite or PostgreSQL): schema migrations and status.", subcommands: [Migrate.self, Status.self])
+            abstract: "The shared store (SQLite or PostgreSQL): schema migrations, status, copying between stores.",
+            subcommands: [Migrate.self, Status.self, Copy.self])
 
         /// `herald-admin store migrate`: what every process also does at start-up.
         struct Migrate: AsyncParsableCommand {
@@ -197,6 +198,53 @@ extension HeraldAdminCommand {
                         ? "store: schema already at version \(status.version)"
                         : "store: applied versions \(applied.map(String.init).joined(separator: ", ")); schema now at version \(status.version)")
                 await store.close()
+            }
+        }
+
+        /// `herald-admin store copy --from sqlite:… --to postgres://…`: moving to several machines.
+        struct Copy: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Copy every table (users, sessions, oob codes, limits, the delivery ledger …) from one store into another.",
+                discussion: """
+                    Both stores are migrated to this build's schema first. Rows the target already has are left alone, so \
+                    the copy can run again (after an interruption, or just before switching over) and adds only what is \
+                    missing. Stop the herald processes that write to the source first, or copy again right before switching.
+                    """)
+            @Option(help: "The store to read: sqlite:<path> or postgres://…") var from: String
+            @Option(help: "The store to write: postgres://… or sqlite:<path>") var to: String
+            @Option(help: "CA file (PEM) for a PostgreSQL server's certificate.") var caFile: String?
+            @Option(help: "Rows per transaction.") var batch: Int = 500
+
+            func run() async throws {
+                let logger = Logger(label: "herald-admin")
+                func open(_ url: String) async throws -> SQLStore {
+                    let location: StoreLocation
+                    do throws(StoreLocationError) {
+                        location = try StoreLocation(parsing: url)
+                    } catch {
+                        throw ValidationError("\(url.hasPrefix("sqlite:") ? url : "the store URL") \(error.description)")
+                    }
+                    let caFile: String? = if case .postgres = location { self.caFile } else { nil }
+                    return try await SQLStore.open(.init(url: url, location: location, poolSize: 4, caFile: caFile), logger: logger)
+                }
+                let source = try await open(from)
+                let target = try await open(to)
+                let interactive = isatty(STDOUT_FILENO) == 1
+                let results = try await source.copy(to: target, batchSize: max(1, batch)) { table, copied, total in
+                    if interactive {
+                        print("\rcopy: \(table) \(copied)/\(total)", terminator: "")
+                        fflush(nil)
+                    } else if copied == total || copied % (max(1, batch) * 20) == 0 {
+                        print("copy: \(table) \(copied)/\(total)")
+                    }
+                }
+                if interactive { print("") }
+                for result in results { print("\(result.table)\t\(result.rows) rows\t\(result.inserted) new") }
+                print(
+                    "copied \(results.map(\.rows).reduce(0, +)) rows, \(results.map(\.inserted).reduce(0, +)) of them new, into \(try StoreLocation(parsing: to).redacted)"
+                )
+                await source.close()
+                await target.close()
             }
         }
 

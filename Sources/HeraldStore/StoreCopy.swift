@@ -1,0 +1,89 @@
+import Foundation
+import HeraldCore
+
+/// Copies every table of one store into another (`herald-admin store copy`, e.g. from the SQLite file
+/// of a single machine into PostgreSQL when Herald moves to several). Both stores have the same
+/// schema version and columns, so rows move as they are, in primary-key order, one transaction per
+/// batch on the target. Rows the target already has (same primary key) are left alone: running the copy
+/// again, or after a partial run, inserts only what is missing.
+extension SQLStore {
+    /// One table's outcome.
+    public struct CopiedTable: Sendable, Equatable {
+        public var table: String
+        /// Rows read from the source.
+        public var rows: Int
+        /// Rows the target did not have yet.
+        public var inserted: Int
+
+        public init(table: String, rows: Int, inserted: Int) {
+            self.table = table
+            self.rows = rows
+            self.inserted = inserted
+        }
+    }
+
+    /// Primary-key columns per table, for a stable order.
+    static let primaryKeys: [String: [String]] = [
+        "users": ["project_id", "local_id"], "mfa_enrollments": ["project_id", "local_id", "enrollment_id"],
+        "refresh_tokens": ["token_hash"], "verification_sessions": ["id"], "oob_codes": ["code_hash"], "deliveries": ["job_id"],
+        "rate_limits": ["key"], "prefix_velocity": ["project_id", "prefix"], "prefix_blocks": ["project_id", "prefix"],
+        "app_receipts": ["receipt_hash"], "invalid_device_tokens": ["token_hash"],
+    ]
+
+    /// Copies every table into `target` (both migrated to the same version), reporting progress after
+    /// each batch.
+    public func copy(
+        to target: SQLStore, batchSize: Int = 500, progress: @Sendable (_ table: String, _ copied: Int, _ total: Int) -> Void = { _, _, _ in }
+    ) async throws -> [CopiedTable] {
+        let (sourceStatus, targetStatus) = (try await status(), try await target.status())
+        guard sourceStatus.version == targetStatus.version, sourceStatus.version == Migrations.latestVersion else {
+            throw StoreError(
+                .failed,
+                "both stores must be at schema version \(Migrations.latestVersion) (source \(sourceStatus.version), target \(targetStatus.version))")
+        }
+        var results: [CopiedTable] = []
+        for table in Migrations.tables {
+            let columns = try await run { db in try Self.columns(of: table, db) }
+            let keys = Self.primaryKeys[table] ?? columns
+            let total = sourceStatus.rows.first { $0.table == table }?.rows ?? 0
+            let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM \(table) ORDER BY \(keys.joined(separator: ", ")) LIMIT ? OFFSET ?"
+            let insertSQL =
+                "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", "))) ON CONFLICT DO NOTHING"
+            var copied = 0
+            var inserted = 0
+            while true {
+                let offset = copied
+                let batch = try await run { db in try db.query(selectSQL, [.integer(Int64(batchSize)), .integer(Int64(offset))]) }
+                if batch.isEmpty { break }
+                inserted += try await target.run { db in
+                    try db.transaction {
+                        var new = 0
+                        for row in batch {
+                            try db.query(insertSQL, row)
+                            new += db.changes
+                        }
+                        return new
+                    }
+                }
+                copied += batch.count
+                progress(table, copied, total)
+                if batch.count < batchSize { break }
+            }
+            results.append(CopiedTable(table: table, rows: copied, inserted: inserted))
+        }
+        return results
+    }
+
+    /// A table's columns in their declared order.
+    static func columns(of table: String, _ db: any SQLConnection) throws -> [String] {
+        switch db.dialect {
+        case .sqlite:
+            return try db.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).compactMap { $0.first?.string }
+        case .postgres:
+            return try db.query(
+                "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+                [.text(table)]
+            ).compactMap { $0.first?.string }
+        }
+    }
+}
