@@ -16,6 +16,14 @@ public struct HeraldClient: Sendable {
         public var status: Int
         public var body: Data
         public var headers: [(name: String, value: String)]
+
+        /// Header names lower-cased, as `header(_:)` looks them up.
+        public init(status: Int, body: Data, headers: [(name: String, value: String)]) {
+            self.status = status
+            self.body = body
+            self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
+        }
+
         public var json: [String: any Sendable] {
             ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?.mapValues { $0 as! any Sendable } ?? [:]
         }

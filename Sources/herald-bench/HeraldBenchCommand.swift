@@ -6,6 +6,7 @@ import HeraldCurl
 import HeraldRuntime
 import HeraldStore
 import HeraldTesting
+import Logging
 import Synchronization
 
 /// herald-bench: starts a stack against a fast fake gateway and prints throughput and latency figures.
@@ -29,6 +30,19 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Decisions per limiter run.") var decisions = 20_000
     @Option(help: "Sign-in mails rendered in the email run.") var emailCount = 5_000
     @Option(help: "Of those, mails submitted over SMTP (per concurrency level).") var emailSubmissions = 800
+    @Option(help: "Stores for the spine and limits suites: sqlite, postgres or both (side by side, plus two herald-api on PostgreSQL).")
+    var store = "both"
+
+    /// The stack variants the spine suite measures, in print order.
+    var variants: [(label: String, store: TestStore, apis: Int)] {
+        var result: [(String, TestStore, Int)] = []
+        if store != "postgres" { result.append(("sqlite", .sqlite, 1)) }
+        if store != "sqlite" {
+            result.append(("postgres", .postgres, 1))
+            result.append(("postgres, 2 APIs", .postgres, 2))
+        }
+        return result
+    }
 
     /// Limits that spend state on every send (every kind, pumping counted) but refuse nothing.
     static let measuredLimits =
@@ -39,18 +53,24 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         print("herald-bench on \(ProcessInfo.processInfo.activeProcessorCount) cores; broker \(TestBroker.endpoint.redacted)")
         if suite == "all" || suite == "spine" {
             try await rawPublish()
-            let stack = try await BenchStack.start(limits: Self.noLimits)
-            do {
-                try await throughput(stack)
-                _ = try await latency(stack, label: "(c)")
-                print(
-                    "(d) memory after the runs: herald-api RSS \(rss(stack.api.pid)) (peak \(peak(stack.api.pid))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))"
-                )
-            } catch {
+            let summary = Summary()
+            for variant in variants {
+                print("— store: \(variant.label)")
+                let stack = try await BenchStack.start(limits: Self.noLimits, store: variant.store, apis: variant.apis)
+                do {
+                    let (perSecond, cpu) = try await throughput(stack)
+                    let answer = try await latency(stack, label: "(c)")
+                    print(
+                        "(d) memory after the runs: herald-api RSS \(stack.apis.map { rss($0.pid) }.joined(separator: ", ")) (peak \(stack.apis.map { peak($0.pid) }.joined(separator: ", "))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))"
+                    )
+                    summary.add(variant.label, perSecond: perSecond, apiCPU: cpu, p50: answer.p50, p99: answer.p99)
+                } catch {
+                    await stack.stop()
+                    throw error
+                }
                 await stack.stop()
-                throw error
             }
-            await stack.stop()
+            summary.print()
         }
         if suite == "all" || suite == "push" {
             try await pushThroughput()
@@ -59,29 +79,42 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             try await emailThroughput()
         }
         if suite == "all" || suite == "limits" {
-            try await limiterDecisions()
-            var answerTimes: [String: (p50: Double, p99: Double)] = [:]
-            for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", Self.measuredLimits)] {
-                let stack = try await BenchStack.start(limits: limits)
-                do {
-                    answerTimes[label] = try await latency(stack, label: "(l) \(label):")
-                } catch {
+            for variant in variants where variant.apis == 1 {
+                try await limiterDecisions(variant.store)
+                var answerTimes: [String: (p50: Double, p99: Double)] = [:]
+                for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", Self.measuredLimits)] {
+                    let stack = try await BenchStack.start(limits: limits, store: variant.store)
+                    do {
+                        answerTimes[label] = try await latency(stack, label: "(l) [\(variant.label)] \(label):")
+                    } catch {
+                        await stack.stop()
+                        throw error
+                    }
                     await stack.stop()
-                    throw error
                 }
-                await stack.stop()
-            }
-            if let off = answerTimes["without limits"], let on = answerTimes.first(where: { $0.key.hasPrefix("with ") })?.value {
-                print(String(format: "(l) added by admission limits: p50 %+.1f ms, p99 %+.1f ms", on.p50 - off.p50, on.p99 - off.p99))
+                if let off = answerTimes["without limits"], let on = answerTimes.first(where: { $0.key.hasPrefix("with ") })?.value {
+                    print(
+                        String(
+                            format: "(l) [%@] added by admission limits: p50 %+.1f ms, p99 %+.1f ms", variant.label, on.p50 - off.p50,
+                            on.p99 - off.p99))
+                }
             }
         }
     }
 
-    /// Limiter decisions per second against SQLite: one hot key, and every decision a new key.
-    func limiterDecisions() async throws {
+    /// Limiter decisions per second against the store: one hot key, and every decision a new key.
+    func limiterDecisions(_ kind: TestStore) async throws {
         let directory = NSTemporaryDirectory() + "herald-bench-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try SQLStore(sqlitePath: directory + "/herald.sqlite")
+        let url = try kind.freshURL() ?? "sqlite:\(directory)/herald.sqlite"
+        let store = try await SQLStore.open(
+            .init(url: url, location: try StoreLocation(parsing: url), poolSize: 16), logger: Logger(label: "bench"))
+        defer {
+            Task {
+                await store.close()
+                await TestStore.dropSchema(of: url)
+            }
+        }
         let parameters = GCRA.Parameters(RatePolicy.parse("1000/1s burst 100")!)
         let runs: [(String, @Sendable (Int) -> String)] = [
             ("one hot key", { _ in "number:bench:+15555550100|1000/1s" }),
@@ -91,9 +124,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             let allowed = Locked(0)
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for worker in 0..<8 {
+                for worker in 0..<16 {
                     group.addTask {
-                        for index in stride(from: worker, to: decisions, by: 8) {
+                        for index in stride(from: worker, to: decisions, by: 16) {
                             let decision = try await store.rateDecision(key: keyFor(index), parameters: parameters, now: Date().microsecondsSince1970)
                             if decision.allowed { allowed.withLock { $0 += 1 } }
                         }
@@ -104,7 +137,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             let seconds = (ContinuousClock.now - started).seconds
             print(
                 String(
-                    format: "(l) limiter on SQLite, %@: %d decisions in %.2f s = %.0f decisions/s (%d allowed)", label, decisions, seconds,
+                    format: "(l) limiter on %@, %@: %d decisions in %.2f s = %.0f decisions/s (%d allowed)", kind.rawValue, label, decisions, seconds,
                     Double(decisions) / seconds, allowed.withLock { $0 }))
         }
     }
@@ -138,21 +171,35 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         }
     }
 
-    /// (b) sendVerificationCode answered per second with 64 requests always in flight.
-    func throughput(_ stack: BenchStack) async throws {
+    /// (b) sendVerificationCode answered per second with 64 requests always in flight (spread over the
+    /// stack's APIs), and herald-api's CPU time (user + system, from /proc) per accepted send.
+    func throughput(_ stack: BenchStack) async throws -> (perSecond: Double, apiCPU: Double) {
+        let cpuBefore = stack.apis.map { cpuSeconds($0.pid) }.reduce(0, +)
         let (ok, failed, seconds) = try await closedLoop { worker, index in
-            try await stack.client.post(
+            try await stack.clients[worker % stack.clients.count].post(
                 "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
                 json: ["phoneNumber": BenchStack.phone(worker * 100_000 + index)]
             ).status == 200
         }
+        let cpu = (stack.apis.map { cpuSeconds($0.pid) }.reduce(0, +) - cpuBefore) / Double(max(ok, 1)) * 1_000_000
         print(
             String(
-                format: "(b) sendVerificationCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused)", ok, seconds,
-                Double(ok) / seconds, failed))
+                format:
+                    "(b) sendVerificationCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused); herald-api CPU %.0f µs per send",
+                ok, seconds, Double(ok) / seconds, failed, cpu))
         // Let the worker drain before the latency run.
         _ = await eventually(timeout: .seconds(120)) { stack.gateway.received.count >= ok }
         print("    worker drained: gateway received \(stack.gateway.received.count) SMS")
+        return (Double(ok) / seconds, cpu)
+    }
+
+    /// User + system CPU seconds a process has used (/proc/<pid>/stat, clock ticks of 1/100 s).
+    func cpuSeconds(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: end)...].split(separator: " ")
+        // After the command name: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// 64 clients sending back to back for `throughputSeconds`; `request` says whether one was accepted.
@@ -197,7 +244,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 let phone = BenchStack.phone(base + index)
                 group.addTask {
                     let requested = ContinuousClock.now
-                    let answer = try? await stack.client.post(
+                    let answer = try? await stack.clients[index % stack.clients.count].post(
                         "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": phone])
                     if answer?.status == 200 {
                         answered.withLock { $0[phone] = (requested, .now) }
@@ -250,13 +297,15 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     }
 }
 
-/// herald-api and herald-sms-worker processes with a fast in-process gateway.
+/// herald-api (one or more) and herald-sms-worker processes with a fast in-process gateway, on SQLite or
+/// on a fresh schema of the bench's PostgreSQL.
 struct BenchStack: Sendable {
     let settings: TestConfiguration
     let gateway: FakeSMSGateway
-    let api: HeraldProcess
+    let apis: [HeraldProcess]
     let worker: HeraldProcess
-    let client: HeraldClient
+    let clients: [HeraldClient]
+    var client: HeraldClient { clients[0] }
     /// Gateway arrivals by destination, with monotonic timestamps.
     let arrivals: ArrivalClock
 
@@ -273,9 +322,10 @@ struct BenchStack: Sendable {
         return "+1555\(exchange)"
     }
 
-    static func start(limits: String) async throws -> BenchStack {
+    static func start(limits: String, store: TestStore = .sqlite, apis count: Int = 1) async throws -> BenchStack {
         let gateway = try await FakeSMSGateway.start()
         var settings = TestConfiguration()
+        settings.storeURL = try store.freshURL()
         settings.gatewayURL = gateway.url
         settings.apiPort = freePort()
         settings.metricsPort = freePort()
@@ -286,14 +336,24 @@ struct BenchStack: Sendable {
         settings.limits = limits
         settings.providerRate = "1000000/1s"
         let path = try settings.write()
-        let api = try HeraldProcess("herald-api", arguments: ["--config", path], logDirectory: settings.stateDir)
+        var apis: [HeraldProcess] = []
+        var clients: [HeraldClient] = []
+        for index in 0..<count {
+            let port = index == 0 ? settings.apiPort : freePort()
+            apis.append(
+                try HeraldProcess(
+                    "herald-api", arguments: ["--config", path], logDirectory: settings.stateDir,
+                    environment: ["HERALD_HTTP_PORT": String(port), "HERALD_HTTP_METRICS_PORT": String(freePort())]))
+            clients.append(HeraldClient(port: port))
+        }
         let worker = try HeraldProcess("herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir)
-        let client = HeraldClient(port: settings.apiPort)
-        guard await eventually(timeout: .seconds(30), { (try? await client.get("/readyz"))?.status == 200 }) else {
-            throw TestFailure("herald-api did not start:\n\(api.output.suffix(2000))")
+        for (api, client) in zip(apis, clients) {
+            guard await eventually(timeout: .seconds(30), { (try? await client.get("/readyz"))?.status == 200 }) else {
+                throw TestFailure("herald-api did not start:\n\(api.output.suffix(2000))")
+            }
         }
         try await Task.sleep(for: .seconds(1))
-        return BenchStack(settings: settings, gateway: gateway, api: api, worker: worker, client: client, arrivals: ArrivalClock())
+        return BenchStack(settings: settings, gateway: gateway, apis: apis, worker: worker, clients: clients, arrivals: ArrivalClock())
     }
 
     func arrivalInstants() -> [String: ContinuousClock.Instant] {
@@ -306,8 +366,9 @@ struct BenchStack: Sendable {
 
     func stop() async {
         await worker.terminate()
-        await api.terminate()
+        for api in apis { await api.terminate() }
         await gateway.stop()
+        if let url = settings.storeURL { await TestStore.dropSchema(of: url) }
         let topology = Topology(configuration: try! settings.parsed())
         if let admin = try? await TestBroker.connection(.publisher, logger: quietLogger()) {
             try? await admin.perform { try topology.delete(on: $0) }
@@ -322,4 +383,26 @@ final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
     init(_ value: Value) { mutex = Mutex(value) }
     func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
+}
+
+/// The spine figures of every store variant, printed side by side at the end of the run.
+final class Summary: Sendable {
+    private let rows = Mutex<[(label: String, perSecond: Double, apiCPU: Double, p50: Double, p99: Double)]>([])
+
+    func add(_ label: String, perSecond: Double, apiCPU: Double, p50: Double, p99: Double) {
+        rows.withLock { $0.append((label, perSecond, apiCPU, p50, p99)) }
+    }
+
+    func print() {
+        let rows = self.rows.withLock { $0 }
+        guard rows.count > 1 else { return }
+        func line(_ title: String, _ values: [String]) -> String {
+            title.padding(toLength: 44, withPad: " ", startingAt: 0) + values.map { $0.padding(toLength: 20, withPad: " ", startingAt: 0) }.joined()
+        }
+        Swift.print("\nside by side (same run):")
+        Swift.print(line("", rows.map(\.label)))
+        Swift.print(line("accepted sends/s at concurrency 64", rows.map { String(format: "%.0f", $0.perSecond) }))
+        Swift.print(line("herald-api CPU per send (µs, all APIs)", rows.map { String(format: "%.0f", $0.apiCPU) }))
+        Swift.print(line("API answer p50 / p99 at the fixed rate (ms)", rows.map { String(format: "%.1f / %.1f", $0.p50, $0.p99) }))
+    }
 }

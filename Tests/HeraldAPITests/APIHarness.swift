@@ -21,7 +21,7 @@ final class MovableClock: WallClock, @unchecked Sendable {
 }
 
 /// herald-api built in-process against the real broker and a real SQLite file, with captured logs.
-struct APIHarness {
+struct APIHarness: JobOpening {
     let settings: TestConfiguration
     let configuration: HeraldConfiguration
     let logs = CapturedLogs()
@@ -80,6 +80,14 @@ struct APIHarness {
         try await TestBroker.drain(topology.workQueue(.email), using: admin).map { ($0, try JobCodec.decode($0.body)) }
     }
 
+}
+
+/// Opens what a test's API sealed into its jobs, with the test's sealing key.
+protocol JobOpening {
+    var keys: HeraldKeys { get }
+}
+
+extension JobOpening {
     /// The sign-in link inside a published email job.
     func link(in job: Job) throws -> String {
         guard case .email(let message) = job.payload, let sealed = message.params["linkSealed"] else {

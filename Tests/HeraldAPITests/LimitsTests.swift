@@ -3,19 +3,22 @@ import HeraldAMQP
 import HeraldAPI
 import HeraldCore
 import HeraldRuntime
+import HeraldStore
 import HeraldTesting
 import HummingbirdTesting
 import Testing
 
-@Suite("Admission limits on the Identity Toolkit wire (real broker, real SQLite)")
+/// Limit decisions run in-process (`RouterHarness`: memory store and publisher); what depends on the
+/// client's address goes through a real socket (`APIHarness`: real broker, real SQLite).
+@Suite("Admission limits on the Identity Toolkit wire")
 struct LimitsTests {
     let key = TestConfiguration.apiKey
     let send = Paths.v1 + "sendVerificationCode"
 
     @Test("per number: the allowance passes, then TOO_MANY_ATTEMPTS_TRY_LATER with Retry-After and nothing published")
     func perNumber() async throws {
-        let harness = try APIHarness { $0.limits = #"{perNumber: ["3/10m"], perIP: [], perProject: [], pumping: {enabled: false}}"# }
-        try await harness.run { client, admin in
+        let harness = try RouterHarness { $0.limits = #"{perNumber: ["3/10m"], perIP: [], perProject: [], pumping: {enabled: false}}"# }
+        try await harness.run { client in
             for _ in 0..<3 { #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).status == 200) }
             let refused = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"])
             #expect(refused.status == 400)
@@ -23,7 +26,7 @@ struct LimitsTests {
             let retryAfter = try #require(refused.header("retry-after").flatMap(Int.init))
             // One send every 200 s after the burst; less the time the three sends took.
             #expect((1...200).contains(retryAfter))
-            #expect(try await harness.publishedJobs(admin).count == 3)
+            #expect(harness.publishedJobs().count == 3)
             // Another number is unaffected; test numbers are exempt.
             #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550101"]).status == 200)
             for _ in 0..<5 { #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+16505553434"]).status == 200) }
@@ -42,8 +45,8 @@ struct LimitsTests {
             #"{perCountry: ["2/1h"], perIP: [], perNumber: [], perProject: [], pumping: {enabled: false}}"#,
             #"{perPrefix: ["2/1h"], prefixDigits: 4, perIP: [], perNumber: [], perProject: [], pumping: {enabled: false}}"#,
         ] {
-            let harness = try APIHarness { $0.limits = limits }
-            try await harness.run { client, _ in
+            let harness = try RouterHarness { $0.limits = limits }
+            try await harness.run { client in
                 #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).status == 200)
                 #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550101"]).status == 200)
                 let refused = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550102"])
@@ -104,8 +107,8 @@ struct LimitsTests {
 
     @Test("region policy refuses with Firebase's message; allowed regions pass")
     func regions() async throws {
-        let harness = try APIHarness { $0.regions = "{allow: [], deny: [RU, GB]}" }
-        try await harness.run { client, admin in
+        let harness = try RouterHarness { $0.regions = "{allow: [], deny: [RU, GB]}" }
+        try await harness.run { client in
             let refused = try await client.post(send, apiKey: key, json: ["phoneNumber": "+447911123456"])
             #expect(refused.status == 400)
             #expect(refused.errorMessage == "OPERATION_NOT_ALLOWED : SMS unable to be sent until this region enabled by the app developer")
@@ -113,10 +116,10 @@ struct LimitsTests {
                 try await client.post(send, apiKey: key, json: ["phoneNumber": "+79161234567"]).errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED")
                     == true)
             #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+77011234567"]).status == 200)
-            #expect(try await harness.publishedJobs(admin).count == 1)
+            #expect(harness.publishedJobs().count == 1)
         }
-        let allowList = try APIHarness { $0.regions = "{allow: [US], deny: []}" }
-        try await allowList.run { (client: HeraldClient, _: AMQPConnection) async throws in
+        let allowList = try RouterHarness { $0.regions = "{allow: [US], deny: []}" }
+        try await allowList.run { (client: RouterClient) async throws in
             #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).status == 200)
             #expect(
                 try await client.post(send, apiKey: key, json: ["phoneNumber": "+14165550199"]).errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED")
@@ -126,11 +129,11 @@ struct LimitsTests {
 
     @Test("code checks per number are limited across sessions")
     func checksPerNumber() async throws {
-        let harness = try APIHarness {
+        let harness = try RouterHarness {
             $0.limits = #"{checksPerNumber: ["2/1h"], perIP: [], perNumber: [], perProject: [], pumping: {enabled: false}}"#
             $0.maxCheckAttempts = 10
         }
-        try await harness.run { client, admin in
+        try await harness.run { client in
             let signIn = Paths.v1 + "signInWithPhoneNumber"
             let first = try #require(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).string("sessionInfo"))
             for _ in 0..<2 {
@@ -138,7 +141,7 @@ struct LimitsTests {
             }
             // A fresh session does not reset the number's budget, even with the right code.
             let second = try #require(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).string("sessionInfo"))
-            let code = try harness.code(in: try #require(try await harness.publishedJobs(admin).last).1)
+            let code = try harness.code(in: try #require(harness.publishedJobs().last))
             let refused = try await client.post(signIn, apiKey: key, json: ["sessionInfo": second, "code": code])
             #expect(refused.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
             #expect(refused.header("retry-after") != nil)
@@ -152,25 +155,23 @@ struct LimitsTests {
 
     @Test("a send the broker never confirmed does not spend the client's limits")
     func refundOnPublishFailure() async throws {
-        let harness = try APIHarness {
-            $0.amqpURL = "amqp://guest:guest@127.0.0.1:\(freePort())/%2f"
-            $0.limits = #"{perNumber: ["1/1h"], perIP: [], perProject: [], pumping: {enabled: false}}"#
-        }
-        var dependencies = try await HeraldAPI.APIDependencies.live(
-            configuration: harness.configuration, sealingKey: harness.configuration.codes.sealingKey!,
-            signingKeyPEM: try KeyMaterial.idTokenSigningKey(harness.configuration, generate: TokenIssuer.generatePrivateKeyPEM),
-            logger: harness.logs.logger())
-        dependencies.clock = harness.clock
-        let store = dependencies.store
-        try await HeraldAPI.buildApplication(dependencies, logger: harness.logs.logger()).test(.live) { testClient in
-            let client = HeraldClient(port: testClient.port!)
+        let harness = try RouterHarness { $0.limits = #"{perNumber: ["1/1h"], perIP: [], perProject: [], pumping: {enabled: false}}"# }
+        harness.publisher.setFailing(true)
+        try await harness.run { client in
             for _ in 0..<3 {
-                #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).status == 503)
+                let answer = try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"])
+                #expect(answer.status == 503)
+                #expect(answer.header("retry-after") == "5")
             }
-            let states = try await store.rateStates(kind: "number", subject: "+15555550100", project: nil)
+            let states = try await harness.store.rateStates(kind: "number", subject: "+15555550100", project: nil)
             let remaining = GCRA.remaining(
                 tat: states.first?.tat, now: Date().microsecondsSince1970, parameters: GCRA.Parameters(RatePolicy.parse("1/1h")!))
             #expect(remaining == 1)
+            // Once the broker confirms again, the one allowed send goes out and the next is refused.
+            harness.publisher.setFailing(false)
+            #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).status == 200)
+            #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": "+15555550100"]).errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
+            #expect(harness.publishedJobs().count == 1)
         }
     }
 }

@@ -12,8 +12,8 @@ struct WireErrorTests {
 
     @Test("every refusal of the phone flow, byte for byte")
     func errorStrings() async throws {
-        let harness = try APIHarness()
-        try await harness.run { client, _ in
+        let harness = try RouterHarness()
+        try await harness.run { client in
             let send = Paths.v1 + "sendVerificationCode"
             let signIn = Paths.v1 + "signInWithPhoneNumber"
 
