@@ -22,6 +22,8 @@ DATA="$BASE/data"
 PORT=${PG_PORT:-15432}
 # PG_HOST: the address to listen on (tests put a server inside a network namespace of their own);
 # PG_ALLOW: a CIDR block whose clients may log in with the password besides loopback (e.g. 10.77.0.0/24).
+# PG_TLS_CERT and PG_TLS_KEY (PEM files): serve TLS with them and refuse connections without it
+# (tests of sslmode and store.tls.caFile).
 HOST=${PG_HOST:-127.0.0.1}
 BIN=/usr/lib/postgresql/15/bin
 URL_FILE="$BASE/url"
@@ -55,6 +57,15 @@ initialise() {
   printf '%s\n' "listen_addresses = '$HOST'" "unix_socket_directories = ''" "max_connections = 400" \
     "logging_collector = off" >> "$DATA/postgresql.conf"
   if [ -n "${PG_ALLOW:-}" ]; then printf 'host all all %s scram-sha-256\n' "$PG_ALLOW" >> "$DATA/pg_hba.conf"; fi
+  if [ -n "${PG_TLS_CERT:-}" ]; then
+    # The server reads its key as its own user, and only from a file nobody else can read.
+    install -m 0644 "$PG_TLS_CERT" "$DATA/server.crt"
+    install -m 0600 "$PG_TLS_KEY" "$DATA/server.key"
+    [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$DATA/server.crt" "$DATA/server.key"
+    printf '%s\n' "ssl = on" "ssl_cert_file = 'server.crt'" "ssl_key_file = 'server.key'" >> "$DATA/postgresql.conf"
+    # TLS or nothing: every plain "host" rule becomes "hostssl".
+    sed -i 's/^host /hostssl /' "$DATA/pg_hba.conf"
+  fi
   (umask 077 && printf 'postgres://herald:%s@%s:%s/herald\n' "$password" "$HOST" "$PORT" > "$URL_FILE")
   NEW=1
 }
