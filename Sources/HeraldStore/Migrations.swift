@@ -1,6 +1,8 @@
+import Foundation
+
 /// Schema versions, applied in order. Both backends have the same versions with the same tables,
-/// columns and indexes; only the column types are spelled for each (INTEGER → BIGINT, REAL →
-/// DOUBLE PRECISION, BLOB → BYTEA). A new version is added to both lists at once.
+/// columns and indexes: the steps are written once, for SQLite, and PostgreSQL's are derived from them
+/// (`postgresDDL`).
 ///
 /// SQLite records the version in `PRAGMA user_version`; PostgreSQL in `herald_schema_version`, changed
 /// only under a transaction-scoped advisory lock, so ten processes starting at once apply each step once.
@@ -139,136 +141,18 @@ public enum Migrations {
         """,
     ]
 
-    static let postgresSteps: [String] = [
-        // 1: sessions, accounts, refresh tokens, delivery ledger.
-        """
-        CREATE TABLE verification_sessions (
-          id TEXT PRIMARY KEY,
-          project_id TEXT NOT NULL,
-          phone_number TEXT NOT NULL,
-          code_hash BYTEA NOT NULL,
-          created_at_ms BIGINT NOT NULL,
-          expires_at_ms BIGINT NOT NULL,
-          attempts BIGINT NOT NULL DEFAULT 0,
-          max_attempts BIGINT NOT NULL,
-          consumed_at_ms BIGINT,
-          job_id TEXT
-        );
-        CREATE INDEX verification_sessions_expiry ON verification_sessions (expires_at_ms);
-        CREATE TABLE users (
-          local_id TEXT NOT NULL,
-          project_id TEXT NOT NULL,
-          phone_number TEXT,
-          created_at_ms BIGINT NOT NULL,
-          last_login_at_ms BIGINT NOT NULL,
-          valid_since_ms BIGINT,
-          disabled BIGINT NOT NULL DEFAULT 0,
-          PRIMARY KEY (project_id, local_id)
-        );
-        CREATE UNIQUE INDEX users_phone ON users (project_id, phone_number) WHERE phone_number IS NOT NULL;
-        CREATE TABLE refresh_tokens (
-          token_hash TEXT PRIMARY KEY,
-          project_id TEXT NOT NULL,
-          local_id TEXT NOT NULL,
-          provider TEXT NOT NULL,
-          created_at_ms BIGINT NOT NULL
-        );
-        CREATE TABLE deliveries (
-          job_id TEXT PRIMARY KEY,
-          project_id TEXT NOT NULL,
-          type TEXT NOT NULL,
-          destination TEXT NOT NULL,
-          status TEXT NOT NULL,
-          owner TEXT,
-          attempts BIGINT NOT NULL DEFAULT 0,
-          reason TEXT,
-          created_at_ms BIGINT NOT NULL,
-          updated_at_ms BIGINT NOT NULL
-        );
-        CREATE INDEX deliveries_status ON deliveries (status, updated_at_ms);
-        """,
-        // 2: rate limits (GCRA, microseconds), prefix velocity and blocks, region per session.
-        """
-        CREATE TABLE rate_limits (
-          key TEXT PRIMARY KEY,
-          tat_us BIGINT NOT NULL
-        );
-        CREATE INDEX rate_limits_tat ON rate_limits (tat_us);
-        CREATE TABLE prefix_velocity (
-          project_id TEXT NOT NULL,
-          prefix TEXT NOT NULL,
-          window_start_us BIGINT NOT NULL,
-          count BIGINT NOT NULL,
-          baseline DOUBLE PRECISION NOT NULL,
-          PRIMARY KEY (project_id, prefix)
-        );
-        CREATE TABLE prefix_blocks (
-          project_id TEXT NOT NULL,
-          prefix TEXT NOT NULL,
-          until_us BIGINT NOT NULL,
-          reason TEXT NOT NULL,
-          created_us BIGINT NOT NULL,
-          PRIMARY KEY (project_id, prefix)
-        );
-        ALTER TABLE verification_sessions ADD COLUMN region TEXT NOT NULL DEFAULT '';
-        CREATE INDEX verification_sessions_created ON verification_sessions (created_at_ms);
-        """,
-        // 3: SMS segments per message; app verification (receipts, invalid device tokens); reentrant sends.
-        """
-        ALTER TABLE deliveries ADD COLUMN segments BIGINT;
-        ALTER TABLE deliveries ADD COLUMN encoding TEXT;
-        CREATE TABLE app_receipts (
-          receipt_hash TEXT PRIMARY KEY,
-          project_id TEXT NOT NULL,
-          bundle_id TEXT NOT NULL,
-          secret_hash TEXT NOT NULL,
-          device_token_hash TEXT NOT NULL,
-          created_at_ms BIGINT NOT NULL
-        );
-        CREATE INDEX app_receipts_created ON app_receipts (created_at_ms);
-        CREATE TABLE invalid_device_tokens (
-          token_hash TEXT PRIMARY KEY,
-          reason TEXT NOT NULL,
-          invalid_since_ms BIGINT NOT NULL
-        );
-        ALTER TABLE verification_sessions ADD COLUMN session_info_sealed TEXT;
-        ALTER TABLE verification_sessions ADD COLUMN client_key TEXT;
-        ALTER TABLE verification_sessions ADD COLUMN credential_hash TEXT;
-        CREATE INDEX verification_sessions_phone ON verification_sessions (project_id, phone_number, created_at_ms);
-        """,
-        // 4: email accounts, email action codes, second factors; session purpose.
-        """
-        ALTER TABLE users ADD COLUMN email TEXT;
-        ALTER TABLE users ADD COLUMN email_verified BIGINT NOT NULL DEFAULT 0;
-        ALTER TABLE users ADD COLUMN password_hash TEXT;
-        ALTER TABLE users ADD COLUMN display_name TEXT;
-        ALTER TABLE users ADD COLUMN email_link_signin BIGINT NOT NULL DEFAULT 0;
-        CREATE UNIQUE INDEX users_email ON users (project_id, email) WHERE email IS NOT NULL;
-        CREATE TABLE mfa_enrollments (
-          project_id TEXT NOT NULL,
-          local_id TEXT NOT NULL,
-          enrollment_id TEXT NOT NULL,
-          phone_number TEXT NOT NULL,
-          display_name TEXT,
-          enrolled_at_ms BIGINT NOT NULL,
-          PRIMARY KEY (project_id, local_id, enrollment_id)
-        );
-        CREATE TABLE oob_codes (
-          code_hash TEXT PRIMARY KEY,
-          project_id TEXT NOT NULL,
-          request_type TEXT NOT NULL,
-          email TEXT NOT NULL,
-          created_at_ms BIGINT NOT NULL,
-          expires_at_ms BIGINT NOT NULL,
-          consumed_at_ms BIGINT,
-          job_id TEXT,
-          link_sealed TEXT
-        );
-        CREATE INDEX oob_codes_expiry ON oob_codes (expires_at_ms);
-        ALTER TABLE verification_sessions ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signIn';
-        ALTER TABLE verification_sessions ADD COLUMN code_sealed TEXT;
-        """,
-    ]
+    /// The same steps for PostgreSQL, derived so the two schemas cannot drift: SQLite's INTEGER, REAL
+    /// and BLOB columns become BIGINT, DOUBLE PRECISION and BYTEA; `WITHOUT ROWID` (a SQLite storage
+    /// choice) goes. Everything else in the steps is SQL both databases run.
+    static let postgresSteps: [String] = sqliteSteps.map(postgresDDL)
+
+    static func postgresDDL(_ sqlite: String) -> String {
+        var text = sqlite.replacingOccurrences(of: " WITHOUT ROWID", with: "")
+        for (from, to) in [("INTEGER", "BIGINT"), ("REAL", "DOUBLE PRECISION"), ("BLOB", "BYTEA")] {
+            text = text.replacingOccurrences(of: "\\b\(from)\\b", with: to, options: .regularExpression)
+        }
+        return text
+    }
 
     /// Tables a store holds, in the order `herald-admin store status` lists them.
     static let tables = [

@@ -101,6 +101,20 @@ struct StoreCopyTests {
         #expect(admin.output.contains("copy: users 1236/1236"))
         let password = try #require(try StoreLocation(parsing: target.location).postgresPassword)
         #expect(admin.output.contains(password) == false, "the password is printed")
+
+        // herald-admin store status on the PostgreSQL store: backend, schema version, rows per table.
+        var settings = TestConfiguration()
+        settings.stateDir = directory + "/state"
+        settings.storeURL = target.location
+        let status = try HeraldProcess(
+            "herald-admin", arguments: ["store", "status", "--config", try settings.write()], logDirectory: directory)
+        #expect(await status.waitForExit(timeout: .seconds(30)) == 0, "\(status.output)")
+        let lines = status.output.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("backend\tpostgres\tpostgres://") == true, "\(status.output)")
+        #expect(lines.contains("schema\t\(Migrations.latestVersion)\tof \(Migrations.latestVersion) known to this build"))
+        #expect(lines.contains("rows\tusers\t1236"))
+        #expect(lines.contains("rows\tdeliveries\t1"))
+        #expect(status.output.contains(password) == false)
     }
 }
 
