@@ -343,18 +343,22 @@ public final class MemoryStore: HeraldStoreProtocol {
     }
 
     public func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)] {
-        state.withLock { state in
-            state.rates.filter { key, _ in
-                guard let parts = LimitCheck.parse(key) else { return false }
-                return parts.kind == kind && parts.subject == subject && (project == nil || parts.project == project)
-            }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        }
+        state.withLock { Self.matching(kind: kind, subject: subject, project: project, in: $0) }
     }
 
     public func resetRates(kind: String, subject: String, project: String?) async throws -> Int {
-        let keys = try await rateStates(kind: kind, subject: subject, project: project).map(\.key)
-        state.withLock { state in for key in keys { state.rates.removeValue(forKey: key) } }
-        return keys.count
+        state.withLock { state in
+            let keys = Self.matching(kind: kind, subject: subject, project: project, in: state).map(\.key)
+            for key in keys { state.rates.removeValue(forKey: key) }
+            return keys.count
+        }
+    }
+
+    private static func matching(kind: String, subject: String, project: String?, in state: State) -> [(key: String, tat: Int64)] {
+        state.rates.filter { key, _ in
+            guard let parts = LimitCheck.parse(key) else { return false }
+            return parts.kind == kind && parts.subject == subject && (project == nil || parts.project == project)
+        }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     public func purgeRates(before now: Int64) async throws -> Int {
