@@ -40,6 +40,20 @@ struct CodeAndSealingTests {
         #expect(OneTimeCode.generate(length: 10).count == 10)
     }
 
+    @Test("random values below a bound are uniform (no modulo bias) and random ids use the whole alphabet")
+    func uniformRandom() {
+        // 62,000 draws below 62: about 1,000 per value, standard deviation about 31; a modulo-biased
+        // draw would give the first 8 values about 1,250 each.
+        var counts = [Int](repeating: 0, count: 62)
+        for value in SecureRandom.values(62_000, below: 62) { counts[value] += 1 }
+        #expect(counts.allSatisfy { (850...1150).contains($0) }, "\(counts)")
+        #expect(SecureRandom.bytes(1000).count == 1000)
+        #expect(Set(SecureRandom.bytes(64)).count > 40)
+        let ids = (0..<200).map { _ in SecureRandom.alphanumeric(28) }
+        #expect(ids.allSatisfy { $0.count == 28 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        #expect(Set(ids.joined()).count == 62)
+    }
+
     @Test("hashes verify only the same code in the same session under the same key")
     func hashing() {
         let hash = OneTimeCode.hash("012345", session: "s1", key: keys.codeHashing)

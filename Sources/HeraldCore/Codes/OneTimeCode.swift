@@ -5,8 +5,7 @@ import Foundation
 public enum OneTimeCode {
     /// `length` decimal digits, uniformly random; leading zeros are allowed.
     public static func generate(length: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<length).map { _ in Character(String(Int.random(in: 0...9, using: &generator))) })
+        String(decoding: SecureRandom.values(length, below: 10).map { UInt8(ascii: "0") + UInt8($0) }, as: UTF8.self)
     }
 
     /// HMAC-SHA256 of the code bound to its session, so equal codes in two sessions hash differently
