@@ -34,7 +34,7 @@ public final class HeraldProcess: @unchecked Sendable {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process = Process()
         if let networkNamespace {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.executableURL = URL(fileURLWithPath: TestNetwork.ipPath)
             process.arguments = ["netns", "exec", networkNamespace, binary] + arguments
         } else {
             process.executableURL = URL(fileURLWithPath: binary)

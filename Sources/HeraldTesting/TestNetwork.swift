@@ -77,11 +77,14 @@ public final class TestNetwork: Sendable {
         _ = try? Self.ip(["link", "delete", "\(prefix)t"])
     }
 
+    /// iproute2's `ip` (Debian installs it in /usr/sbin; older systems in /sbin).
+    static let ipPath = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
+
     /// `ip` with `arguments`; its output, or a failure with it.
     @discardableResult
     static func ip(_ arguments: [String]) throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip")
+        process.executableURL = URL(fileURLWithPath: ipPath)
         process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output

@@ -44,32 +44,26 @@ public struct TestTLS: Sendable {
             },
             issuerPrivateKey: .init(caKey))
 
-        let serverKey = P256.Signing.PrivateKey()
-        let server = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(serverKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86400),
-            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
-                AuthorityKeyIdentifier(keyIdentifier: try ca.extensions.subjectKeyIdentifier?.keyIdentifier)
-            },
-            issuerPrivateKey: .init(caKey))
-
-        let clientKey = P256.Signing.PrivateKey()
-        let client = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(clientKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86400),
-            issuer: caName, subject: try DistinguishedName { CommonName("herald-client") }, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.clientAuth])
-                AuthorityKeyIdentifier(keyIdentifier: try ca.extensions.subjectKeyIdentifier?.keyIdentifier)
-            },
-            issuerPrivateKey: .init(caKey))
+        /// A certificate the CA signs for `usage`, with a fresh key.
+        func leaf(_ commonName: String, _ usage: ExtendedKeyUsage.Usage, names: [GeneralName] = []) throws -> (Certificate, P256.Signing.PrivateKey) {
+            let key = P256.Signing.PrivateKey()
+            let certificate = try Certificate(
+                version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey),
+                notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86400),
+                issuer: caName, subject: try DistinguishedName { CommonName(commonName) }, signatureAlgorithm: .ecdsaWithSHA256,
+                extensions: try Certificate.Extensions {
+                    Critical(BasicConstraints.notCertificateAuthority)
+                    Critical(KeyUsage(digitalSignature: true))
+                    try ExtendedKeyUsage([usage])
+                    if names.isEmpty == false { SubjectAlternativeNames(names) }
+                    AuthorityKeyIdentifier(keyIdentifier: try ca.extensions.subjectKeyIdentifier?.keyIdentifier)
+                },
+                issuerPrivateKey: .init(caKey))
+            return (certificate, key)
+        }
+        let (server, serverKey) = try leaf(
+            "localhost", .serverAuth, names: [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+        let (client, clientKey) = try leaf("herald-client", .clientAuth)
 
         let caPEM = try ca.serializeAsPEM().pemString
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-test-tls-\(getpid())")
