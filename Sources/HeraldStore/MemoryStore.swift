@@ -259,6 +259,38 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
+    // MARK: SendAdmissionStore
+
+    public func admitSend(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
+        let session = send.session
+        let micros = send.now.microsecondsSince1970
+        return try state.withLock { state in
+            // All or nothing, as the SQL transaction: the one write that can fail is checked before any other.
+            guard state.sessions[session.id] == nil else { throw StoreError(.unique("verification_sessions_pkey"), "session exists") }
+            let prefixKey = "\(session.projectID)\u{0}\(send.prefix)"
+            if let block = state.blocks[prefixKey], block.until > send.now { return .blocked(block) }
+            let entries = send.rateEntries
+            for (index, entry) in entries.enumerated() {
+                let decision = Self.decide(&state, key: entry.key, parameters: entry.parameters, now: micros)
+                guard decision.allowed else {
+                    for spent in entries[..<index] { Self.refund(&state, key: spent.key, parameters: spent.parameters, now: micros) }
+                    return .refused(index: index, decision: decision)
+                }
+            }
+            if let pumping = send.pumping, Self.observe(&state, projectID: session.projectID, prefix: send.prefix, settings: pumping, now: micros) {
+                for entry in entries { Self.refund(&state, key: entry.key, parameters: entry.parameters, now: micros) }
+                return .tripped
+            }
+            state.sessions[session.id] = session.keptToMilliseconds
+            if let jobID = session.jobID, state.deliveries[jobID] == nil {
+                state.deliveries[jobID] = Delivery(
+                    projectID: session.projectID, type: .sms, destination: session.phoneNumber, status: .pending, owner: nil, attempts: 0,
+                    reason: nil)
+            }
+            return .admitted
+        }
+    }
+
     // MARK: DeliveryLedger
 
     public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
@@ -370,17 +402,19 @@ public final class MemoryStore: HeraldStoreProtocol {
     }
 
     public func observePrefix(projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) async throws -> Bool {
-        let micros = now.microsecondsSince1970
-        return state.withLock { state in
-            let key = "\(projectID)\u{0}\(prefix)"
-            let (next, trips) = PrefixVelocity.observe(state.velocity[key], now: micros, settings: settings)
-            state.velocity[key] = next
-            guard trips else { return false }
-            state.blocks[key] = PrefixBlock(
-                projectID: projectID, prefix: prefix, until: Date(microseconds: micros + settings.blockFor.microseconds),
-                reason: PrefixBlock.reason(tripped: next, settings: settings), createdAt: Date(microseconds: micros))
-            return true
-        }
+        state.withLock { Self.observe(&$0, projectID: projectID, prefix: prefix, settings: settings, now: now.microsecondsSince1970) }
+    }
+
+    private static func observe(_ state: inout State, projectID: String, prefix: String, settings: PrefixVelocity.Settings, now micros: Int64) -> Bool
+    {
+        let key = "\(projectID)\u{0}\(prefix)"
+        let (next, trips) = PrefixVelocity.observe(state.velocity[key], now: micros, settings: settings)
+        state.velocity[key] = next
+        guard trips else { return false }
+        state.blocks[key] = PrefixBlock(
+            projectID: projectID, prefix: prefix, until: Date(microseconds: micros + settings.blockFor.microseconds),
+            reason: PrefixBlock.reason(tripped: next, settings: settings), createdAt: Date(microseconds: micros))
+        return true
     }
 
     public func prefixBlock(projectID: String, prefix: String, now: Date) async throws -> PrefixBlock? {

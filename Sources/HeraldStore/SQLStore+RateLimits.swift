@@ -19,23 +19,26 @@ extension SQLStore {
     public func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (
         index: Int, decision: GCRA.Decision
     )? {
-        try await run { db in
-            try db.transaction {
-                // Rows are locked in key order, the same in every process, so two requests sharing keys
-                // never wait on each other in a cycle (PostgreSQL would abort one as a deadlock). The
-                // answer is the one checking in the caller's order gives: the first refusing entry, with
-                // nothing spent; keys are independent, so only entries before it need deciding.
-                var refusal: (index: Int, decision: GCRA.Decision)?
-                var spent: [Int] = []
-                for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) where index < refusal?.index ?? entries.count {
-                    let decision = try Self.decide(db, key: entries[index].key, parameters: entries[index].parameters, now: now)
-                    if decision.allowed { spent.append(index) } else { refusal = (index, decision) }
-                }
-                guard let refusal else { return nil }
-                for index in spent { try Self.refund(db, key: entries[index].key, parameters: entries[index].parameters, now: now) }
-                return refusal
-            }
+        try await run { db in try db.transaction { try Self.decide(db, entries, now: now) } }
+    }
+
+    /// Inside a transaction: every entry decided, all or nothing. Rows are locked in key order, the
+    /// same in every process, so two requests sharing keys never wait on each other in a cycle
+    /// (PostgreSQL would abort one as a deadlock). The answer is the one checking in the caller's order
+    /// gives: the first refusing entry, with nothing spent; keys are independent, so only entries
+    /// before it need deciding.
+    static func decide(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
+        index: Int, decision: GCRA.Decision
+    )? {
+        var refusal: (index: Int, decision: GCRA.Decision)?
+        var spent: [Int] = []
+        for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) where index < refusal?.index ?? entries.count {
+            let decision = try decide(db, key: entries[index].key, parameters: entries[index].parameters, now: now)
+            if decision.allowed { spent.append(index) } else { refusal = (index, decision) }
         }
+        guard let refusal else { return nil }
+        for index in spent { try refund(db, key: entries[index].key, parameters: entries[index].parameters, now: now) }
+        return refusal
     }
 
     public func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws {
@@ -98,43 +101,50 @@ extension SQLStore {
     /// Read, decide in `PrefixVelocity` (pure), write back: one transaction holding the prefix's lock
     /// (the row may not exist yet), so concurrent sends from several processes count every event.
     public func observePrefix(projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) async throws -> Bool {
-        let micros = now.microsecondsSince1970
-        return try await run { db in
-            try db.transaction {
-                try db.lock("prefix_velocity:\(projectID):\(prefix)")
-                let stored = try db.query(
-                    "SELECT window_start_us, count, baseline FROM prefix_velocity WHERE project_id = ? AND prefix = ?",
-                    [.text(projectID), .text(prefix)]
-                ).first.flatMap { row -> PrefixVelocity? in
-                    guard let start = row[0].int, let count = row[1].int else { return nil }
-                    return PrefixVelocity(windowStart: start, count: Int(count), baseline: row[2].double ?? 0)
-                }
-                let (next, trips) = PrefixVelocity.observe(stored, now: micros, settings: settings)
-                try db.query(
-                    """
-                    INSERT INTO prefix_velocity (project_id, prefix, window_start_us, count, baseline) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (project_id, prefix) DO UPDATE SET
-                      window_start_us = excluded.window_start_us, count = excluded.count, baseline = excluded.baseline
-                    """, [.text(projectID), .text(prefix), .integer(next.windowStart), .integer(Int64(next.count)), .real(next.baseline)])
-                guard trips else { return false }
-                let reason = PrefixBlock.reason(tripped: next, settings: settings)
-                try db.query(
-                    """
-                    INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (project_id, prefix) DO UPDATE SET until_us = excluded.until_us, reason = excluded.reason, created_us = excluded.created_us
-                    """, [.text(projectID), .text(prefix), .integer(micros + settings.blockFor.microseconds), .text(reason), .integer(micros)])
-                return true
-            }
+        try await run { db in
+            try db.transaction { try Self.observePrefix(db, projectID: projectID, prefix: prefix, settings: settings, now: now) }
         }
     }
 
-    public func prefixBlock(projectID: String, prefix: String, now: Date) async throws -> PrefixBlock? {
-        try await run { db in
-            try db.query(
-                "SELECT project_id, prefix, until_us, reason, created_us FROM prefix_blocks WHERE project_id = ? AND prefix = ? AND until_us > ?",
-                [.text(projectID), .text(prefix), .integer(now.microsecondsSince1970)]
-            ).first.flatMap(Self.block)
+    /// Inside a transaction: read, decide in `PrefixVelocity` (pure), write back, holding the prefix's
+    /// lock (the row may not exist yet), so concurrent sends from several processes count every event.
+    static func observePrefix(_ db: any SQLConnection, projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) throws -> Bool
+    {
+        let micros = now.microsecondsSince1970
+        try db.lock("prefix_velocity:\(projectID):\(prefix)")
+        let stored = try db.query(
+            "SELECT window_start_us, count, baseline FROM prefix_velocity WHERE project_id = ? AND prefix = ?",
+            [.text(projectID), .text(prefix)]
+        ).first.flatMap { row -> PrefixVelocity? in
+            guard let start = row[0].int, let count = row[1].int else { return nil }
+            return PrefixVelocity(windowStart: start, count: Int(count), baseline: row[2].double ?? 0)
         }
+        let (next, trips) = PrefixVelocity.observe(stored, now: micros, settings: settings)
+        try db.query(
+            """
+            INSERT INTO prefix_velocity (project_id, prefix, window_start_us, count, baseline) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (project_id, prefix) DO UPDATE SET
+              window_start_us = excluded.window_start_us, count = excluded.count, baseline = excluded.baseline
+            """, [.text(projectID), .text(prefix), .integer(next.windowStart), .integer(Int64(next.count)), .real(next.baseline)])
+        guard trips else { return false }
+        let reason = PrefixBlock.reason(tripped: next, settings: settings)
+        try db.query(
+            """
+            INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (project_id, prefix) DO UPDATE SET until_us = excluded.until_us, reason = excluded.reason, created_us = excluded.created_us
+            """, [.text(projectID), .text(prefix), .integer(micros + settings.blockFor.microseconds), .text(reason), .integer(micros)])
+        return true
+    }
+
+    public func prefixBlock(projectID: String, prefix: String, now: Date) async throws -> PrefixBlock? {
+        try await run { db in try Self.prefixBlock(db, projectID: projectID, prefix: prefix, now: now) }
+    }
+
+    static func prefixBlock(_ db: any SQLConnection, projectID: String, prefix: String, now: Date) throws -> PrefixBlock? {
+        try db.query(
+            "SELECT project_id, prefix, until_us, reason, created_us FROM prefix_blocks WHERE project_id = ? AND prefix = ? AND until_us > ?",
+            [.text(projectID), .text(prefix), .integer(now.microsecondsSince1970)]
+        ).first.flatMap(Self.block)
     }
 
     public func prefixBlocks(now: Date) async throws -> [PrefixBlock] {

@@ -21,7 +21,7 @@ public final class SQLStore: HeraldStoreProtocol {
     /// up to date.
     public convenience init(sqlitePath path: String, migrate: Bool = true) throws {
         let backend = try SQLiteBackend(path: path)
-        if migrate { try backend.runNow { try Migrations.migrate($0) } }
+        if migrate { _ = try backend.runNow { try Migrations.migrate($0) } }
         self.init(backend: backend)
     }
 
@@ -39,25 +39,27 @@ public final class SQLStore: HeraldStoreProtocol {
     // MARK: VerificationStore
 
     public func insertSession(_ session: VerificationSession) async throws {
-        try await run { db in
-            try db.query(
-                """
-                INSERT INTO verification_sessions
-                  (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region,
-                   session_info_sealed, client_key, credential_hash, purpose, code_sealed)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .text(session.id), .text(session.projectID), .text(session.phoneNumber), .blob(session.codeHash),
-                    .integer(session.createdAt.millisecondsSince1970), .integer(session.expiresAt.millisecondsSince1970),
-                    .integer(Int64(session.attempts)), .integer(Int64(session.maxAttempts)),
-                    session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
-                    session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, .text(session.region),
-                    session.sessionInfoSealed.map(SQLValue.text) ?? .null, session.clientKey.map(SQLValue.text) ?? .null,
-                    session.credentialHash.map(SQLValue.text) ?? .null, .text(session.purpose.description),
-                    session.codeSealed.map(SQLValue.text) ?? .null,
-                ])
-        }
+        try await run { db in try Self.insertSession(db, session) }
+    }
+
+    static func insertSession(_ db: any SQLConnection, _ session: VerificationSession) throws {
+        try db.query(
+            """
+            INSERT INTO verification_sessions
+              (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region,
+               session_info_sealed, client_key, credential_hash, purpose, code_sealed)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(session.id), .text(session.projectID), .text(session.phoneNumber), .blob(session.codeHash),
+                .integer(session.createdAt.millisecondsSince1970), .integer(session.expiresAt.millisecondsSince1970),
+                .integer(Int64(session.attempts)), .integer(Int64(session.maxAttempts)),
+                session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
+                session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, .text(session.region),
+                session.sessionInfoSealed.map(SQLValue.text) ?? .null, session.clientKey.map(SQLValue.text) ?? .null,
+                session.credentialHash.map(SQLValue.text) ?? .null, .text(session.purpose.description),
+                session.codeSealed.map(SQLValue.text) ?? .null,
+            ])
     }
 
     public func deleteSession(id: String) async throws {
@@ -167,18 +169,20 @@ public final class SQLStore: HeraldStoreProtocol {
     // MARK: DeliveryLedger
 
     public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
-        try await run { db in
-            try db.query(
-                """
-                INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
-                VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)
-                ON CONFLICT (job_id) DO NOTHING
-                """,
-                [
-                    .text(jobID.uuidString.lowercased()), .text(projectID), .text(type.rawValue), .text(destination),
-                    .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970),
-                ])
-        }
+        try await run { db in try Self.recordPending(db, jobID: jobID, projectID: projectID, type: type, destination: destination, now: now) }
+    }
+
+    static func recordPending(_ db: any SQLConnection, jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) throws {
+        try db.query(
+            """
+            INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
+            VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)
+            ON CONFLICT (job_id) DO NOTHING
+            """,
+            [
+                .text(jobID.uuidString.lowercased()), .text(projectID), .text(type.rawValue), .text(destination),
+                .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970),
+            ])
     }
 
     public func claimDelivery(

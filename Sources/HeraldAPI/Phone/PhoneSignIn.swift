@@ -6,7 +6,7 @@ import Metrics
 /// The server side of Firebase phone sign-in: `sendVerificationCode` creates a session and queues the
 /// SMS; `signInWithPhoneNumber` spends the session for a signed-in user.
 struct PhoneSignIn: Sendable {
-    let store: any VerificationStore & AccountStore & DeliveryLedger & RateLimitStore
+    let store: any VerificationStore & AccountStore & DeliveryLedger & RateLimitStore & SendAdmissionStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let tokens: TokenIssuer
@@ -53,7 +53,9 @@ struct PhoneSignIn: Sendable {
             project: project, body: body, bundleID: origin.bundleID, isTestNumber: project.phone.testNumbers[phone.e164] != nil)
         let now = clock.now
 
-        if let open = try await store.latestOpenSession(projectID: project.id, phoneNumber: phone.e164),
+        // Only a send with an app credential can reuse a session (ReentrantSend); without one there is nothing to look up.
+        if verdict.credentialHash != nil, project.phone.resendAfter > .zero,
+            let open = try await store.latestOpenSession(projectID: project.id, phoneNumber: phone.e164),
             ReentrantSend.canReuse(
                 open, now: now, resendAfter: project.phone.resendAfter, credentialHash: verdict.credentialHash),
             let sealed = open.sessionInfoSealed, let token = try? sealer.open(sealed, context: Self.sealingContext(open.id))
@@ -100,7 +102,6 @@ struct PhoneSignIn: Sendable {
             return token
         }
 
-        let admitted = try await admit(project: project, phone: phone, clientKey: origin.clientKey, now: now)
         let code = OneTimeCode.generate(length: project.phone.codeLength)
         let jobID = UUID()
         let job = Job(
@@ -109,9 +110,8 @@ struct PhoneSignIn: Sendable {
                 SMSMessage(
                     to: phone.e164, template: template,
                     params: Self.smsParams(project, sealedCode: Sealer(key: keys.sealing).seal(code, jobID: jobID, destination: phone.e164)))))
-
-        try await store.insertSession(session(code: code, jobID: jobID))
-        try await store.recordPending(jobID: jobID, projectID: project.id, type: .sms, destination: phone.e164, now: now)
+        // Limits, pumping count, session and ledger row: one store transaction.
+        let admitted = try await admit(project: project, phone: phone, session: session(code: code, jobID: jobID), origin: origin, now: now)
         let started = ContinuousClock.now
         do {
             try await publisher.publish(job, traceparent: origin.traceparent)
@@ -218,28 +218,33 @@ struct PhoneSignIn: Sendable {
         return session
     }
 
-    /// Region policy, prefix blocks, rate limits and pumping detection for one real send; returns the
-    /// limit checks spent (to give back if publishing fails). Refusals name the limit in a log line and
-    /// a metric, never the code (none exists yet).
-    private func admit(project: HeraldConfiguration.Project, phone: PhoneNumber, clientKey: String?, now: Date) async throws -> [LimitCheck] {
+    /// Region policy, then in one store transaction prefix blocks, rate limits, pumping detection and,
+    /// when all pass, the session and its ledger row. Returns the limit checks spent (to give back if
+    /// publishing fails). Refusals name the limit in a log line and a metric, never the code.
+    private func admit(
+        project: HeraldConfiguration.Project, phone: PhoneNumber, session: VerificationSession, origin: Origin, now: Date
+    ) async throws -> [LimitCheck] {
         guard RegionPolicy.allows(phone.region, project.phone.regions) else {
             refused(project, phone, limit: "projects[].phone.regions", policy: phone.region)
             throw HeraldError(.operationNotAllowed, RegionPolicy.refusalDetail)
         }
         let prefix = phone.prefix(digits: limits.prefixDigits)
-        if let block = try await store.prefixBlock(projectID: project.id, prefix: prefix, now: now) {
+        let checks = LimitCheck.forSend(project: project.id, phone: phone, clientKey: origin.clientKey, limits: limits)
+        let send = SendAdmission(
+            session: session, prefix: prefix, limits: checks, pumping: limits.pumping.enabled ? limits.pumping : nil, now: now)
+        switch try await store.admitSend(send) {
+        case .admitted:
+            return checks
+        case .blocked(let block):
             refused(project, phone, limit: "limits.pumping", policy: prefix)
             throw HeraldError(
                 .quotaExceeded, "Exceeded quota for sending verification codes.",
                 retryAfter: .seconds(max(1, Int64(block.until.timeIntervalSince(now)))))
-        }
-        let checks = LimitCheck.forSend(project: project.id, phone: phone, clientKey: clientKey, limits: limits)
-        if let refusal = try await limiter.admit(checks, now: now) {
+        case .refused(let index, let decision):
+            let refusal = RateLimiter.Refusal(check: checks[index], retryAfter: decision.retryAfterDuration)
             refused(project, phone, limit: refusal.check.kind.configurationKey, policy: refusal.check.policy.description)
             throw Self.error(for: refusal)
-        }
-        if limits.pumping.enabled, try await store.observePrefix(projectID: project.id, prefix: prefix, settings: limits.pumping, now: now) {
-            try await limiter.refund(checks, now: now)
+        case .tripped:
             logger.critical(
                 "number prefix blocked: send velocity far above its baseline (possible SMS pumping)",
                 metadata: ["project": .string(project.id), "prefix": .string(prefix), "for": .string(DurationText.format(limits.pumping.blockFor))])
@@ -247,7 +252,6 @@ struct PhoneSignIn: Sendable {
             refused(project, phone, limit: "limits.pumping", policy: prefix)
             throw HeraldError(.quotaExceeded, "Exceeded quota for sending verification codes.", retryAfter: limits.pumping.blockFor)
         }
-        return checks
     }
 
     static func error(for refusal: RateLimiter.Refusal) -> HeraldError {

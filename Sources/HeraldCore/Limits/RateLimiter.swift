@@ -8,6 +8,11 @@ public struct RateLimiter: Sendable {
     public struct Refusal: Sendable, Equatable {
         public var check: LimitCheck
         public var retryAfter: Duration
+
+        public init(check: LimitCheck, retryAfter: Duration) {
+            self.check = check
+            self.retryAfter = retryAfter
+        }
     }
 
     let store: any RateLimitStore

@@ -233,7 +233,7 @@ public protocol DeliveryLedger: Sendable {
 
 /// Everything the API and workers keep in the shared store.
 public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & RateLimitStore & AppVerificationStore
-    & OobCodeStore
+    & OobCodeStore & SendAdmissionStore
 
 /// Shared rate-limit state: one GCRA timestamp per key, prefix velocity and blocks. Every API and
 /// worker process on the same store sees the same counts, so N replicas do not allow N times a limit.
