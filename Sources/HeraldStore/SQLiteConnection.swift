@@ -27,6 +27,9 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
         try execute("PRAGMA journal_mode = WAL")
         try execute("PRAGMA synchronous = NORMAL")
         try execute("PRAGMA foreign_keys = ON")
+        try execute("PRAGMA cache_size = -16384")
+        try execute("PRAGMA wal_autocheckpoint = 4000")
+        try execute("PRAGMA temp_store = MEMORY")
     }
 
     deinit {
