@@ -20,6 +20,46 @@ struct JobAndPolicyTests {
         #expect(object["idempotencyKey"] as? String == job.id.uuidString.lowercased())
     }
 
+    @Test("the hand-written body is the JSON Foundation reads back: sorted keys, every escape, any text")
+    func bodyIsJSON() throws {
+        var generator = SystemRandomNumberGenerator()
+        // Quotes, backslashes, every control character, slashes, non-ASCII and astral characters.
+        let awkward = ["\"", "\\", "/", "é", "日本", "🙂", "a\u{0}b"] + (0..<32).map { String(UnicodeScalar(UInt8($0))) }
+        for round in 0..<200 {
+            let text = (0..<Int.random(in: 0...6, using: &generator)).map { _ in awkward.randomElement(using: &generator)! }.joined()
+            let job = Job(
+                project: "p\(text)", createdAt: Date(timeIntervalSince1970: 1_800_000_000), expiresAt: Date(timeIntervalSince1970: 1_800_000_300),
+                locale: round.isMultiple(of: 2) ? nil : text,
+                payload: .sms(SMSMessage(to: "+15555550100", template: .text, params: ["text": text, "z\(text)": "1", "a": text])))
+            let body = JobCodec.encode(job)
+            let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any], "\(String(decoding: body, as: UTF8.self))")
+            #expect(object["project"] as? String == job.project)
+            #expect(object["locale"] as? String == job.locale)
+            #expect(object.keys.contains("locale") == (job.locale != nil))
+            #expect(object["params"] as? [String: String] == ["text": text, "z\(text)": "1", "a": text])
+            #expect(try JobCodec.decode(body) == job)
+            // Keys in order, so the same job always has the same bytes.
+            let keys = try #require(String(decoding: body, as: UTF8.self).split(separator: ",").first)
+            #expect(keys.hasPrefix(#"{"createdAt""#))
+        }
+    }
+
+    @Test("base64url round-trips every length, reads padded and standard alphabets, refuses what is not base64")
+    func base64URL() throws {
+        for length in 0..<70 {
+            let bytes = Data(SecureRandom.bytes(length))
+            let text = bytes.base64URLEncodedString()
+            let reference = bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(text == reference)
+            #expect(Data(base64URLEncoded: text) == bytes)
+            #expect(Data(base64URLEncoded: bytes.base64EncodedString()) == bytes)
+        }
+        #expect(Data(base64URLEncoded: "ab$d") == nil)
+        #expect(Data(base64URLEncoded: "abcde") == nil)
+        #expect(Data(base64URLEncoded: "ab=c") == nil)
+    }
+
     @Test(
         "decoding names the field that is wrong",
         arguments: [

@@ -10,7 +10,7 @@ public enum JobCodec {
         public var description: String { "\(field): \(problem)" }
     }
 
-    private struct Wire: Codable {
+    private struct Wire: Decodable {
         var id: String?
         var project: String?
         var type: String?
@@ -27,30 +27,27 @@ public enum JobCodec {
         var payload: [String: String]?
     }
 
+    /// The body, keys sorted (the same bytes for the same job).
     public static func encode(_ job: Job) -> Data {
-        var wire = Wire(
-            id: job.id.uuidString.lowercased(), project: job.project, type: job.type.rawValue,
-            createdAt: Timestamp.format(job.createdAt), expiresAt: Timestamp.format(job.expiresAt),
-            locale: job.locale, idempotencyKey: job.idempotencyKey)
+        var fields: [(key: String, value: JSONWriter.Value?)] = [
+            ("id", .string(job.id.uuidString.lowercased())), ("project", .string(job.project)), ("type", .string(job.type.rawValue)),
+            ("createdAt", .string(Timestamp.format(job.createdAt))), ("expiresAt", .string(Timestamp.format(job.expiresAt))),
+            ("locale", job.locale.map { .string($0) }), ("idempotencyKey", .string(job.idempotencyKey)),
+        ]
         switch job.payload {
         case .sms(let message):
-            wire.to = message.to
-            wire.template = message.template.rawValue
-            wire.params = message.params
+            fields += [("to", .string(message.to)), ("template", .string(message.template.rawValue)), ("params", .strings(message.params))]
         case .email(let message):
-            wire.to = message.to
-            wire.template = message.template.rawValue
-            wire.params = message.params
+            fields += [("to", .string(message.to)), ("template", .string(message.template.rawValue)), ("params", .strings(message.params))]
         case .push(let message):
-            wire.deviceToken = message.deviceToken
-            wire.environment = message.environment.rawValue
-            wire.topic = message.topic
-            wire.payload = message.payload
+            fields += [
+                ("deviceToken", .string(message.deviceToken)), ("environment", .string(message.environment.rawValue)),
+                ("topic", .string(message.topic)), ("payload", .strings(message.payload)),
+            ]
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Encoding plain strings and dictionaries cannot fail.
-        return try! encoder.encode(wire)
+        var writer = JSONWriter()
+        writer.object(fields)
+        return Data(writer.bytes)
     }
 
     public static func decode(_ data: Data) throws(DecodingError) -> Job {

@@ -1,0 +1,57 @@
+/// Writes a flat JSON object with sorted keys, straight into bytes: job bodies are small objects of
+/// strings and string maps, and Foundation's `JSONEncoder` (a container tree, a key sort and a
+/// `Data` copy per call) was about 3 % of a send's CPU.
+///
+/// Escaping follows RFC 8259: `"` and `\` escaped, control characters as `\u00XX` (short forms for
+/// the common ones), everything else written as UTF-8, `/` included.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int = 512) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// One object: `fields` in key order, nil values left out.
+    public mutating func object(_ fields: [(key: String, value: Value?)]) {
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        for field in fields.sorted(by: { $0.key < $1.key }) {
+            guard let value = field.value else { continue }
+            if first == false { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            string(field.key)
+            bytes.append(UInt8(ascii: ":"))
+            switch value {
+            case .string(let text): string(text)
+            case .strings(let map): object(map.map { (key: $0.key, value: .string($0.value)) })
+            }
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// A field value: text, or a map of texts (a nested object).
+    public enum Value {
+        case string(String)
+        case strings([String: String])
+    }
+
+    mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                bytes.append(digits[Int(byte >> 4)])
+                bytes.append(digits[Int(byte & 0x0F)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
