@@ -202,6 +202,9 @@ public enum Migrations {
                 }
                 applied.append(index + 1)
             }
+            if db.dialect == .postgres {
+                for routine in PostgresRoutines.all { try db.query(routine) }
+            }
             return applied
         }
     }

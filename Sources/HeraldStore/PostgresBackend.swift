@@ -65,19 +65,51 @@ final class PostgresBackend: SQLBackend {
     }
 
     func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await withConnection { [threads, logger, placeholders] connection in
+            try await threads.runIfActive {
+                try body(PostgresSQLConnection(connection: connection, logger: logger, placeholders: placeholders))
+            }
+        }
+    }
+
+    /// One statement straight on a pooled connection, awaited on the event loop: no thread-pool hop
+    /// and no blocking wait (the send path's one call). Deadlocks are retried as `transaction` does.
+    func statement(_ sql: String, _ bindings: [SQLValue]) async throws -> [[SQLValue]] {
+        let query = PostgresQuery(unsafeSQL: placeholders.postgres(sql), binds: PostgresSQLConnection.binds(bindings))
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await withConnection { [logger] connection in
+                    do {
+                        var rows: [[SQLValue]] = []
+                        for try await row in try await connection.query(query, logger: logger) {
+                            rows.append(try row.map(PostgresSQLConnection.value))
+                        }
+                        return rows
+                    } catch let error as PSQLError {
+                        throw PostgresSQLConnection.storeError(error)
+                    }
+                }
+            } catch let error as StoreError where error.retryable && attempt < 5 {
+                continue
+            }
+        }
+    }
+
+    /// Runs `body` with a leased connection. Only the wait for a connection is bounded (by
+    /// `leaseTimeout`); statements already running finish.
+    private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let leased = LeaseFlag()
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { [client, threads, logger, placeholders] in
+                group.addTask { [client] in
                     try await client.withConnection { connection in
                         leased.set()
-                        return try await threads.runIfActive {
-                            try body(PostgresSQLConnection(connection: connection, logger: logger, placeholders: placeholders))
-                        }
+                        return try await body(connection)
                     }
                 }
                 group.addTask { [leaseTimeout] in
-                    // Only the wait for a connection is bounded; statements already running finish.
                     try await Task.sleep(for: leaseTimeout)
                     return nil
                 }
@@ -181,19 +213,9 @@ final class PostgresSQLConnection: SQLConnection {
 
     @discardableResult
     func query(_ sql: String, _ bindings: [SQLValue]) throws -> [[SQLValue]] {
-        var binds = PostgresBindings(capacity: bindings.count)
-        for value in bindings {
-            switch value {
-            case .null: binds.appendNull()
-            case .integer(let number): binds.append(number)
-            case .real(let number): binds.append(number)
-            case .text(let text): binds.append(text)
-            case .blob(let data): binds.append(ByteBuffer(bytes: data))
-            }
-        }
         let result: PostgresQueryResult
         do {
-            result = try connection.query(PostgresQuery(unsafeSQL: placeholders.postgres(sql), binds: binds), logger: logger).wait()
+            result = try connection.query(PostgresQuery(unsafeSQL: placeholders.postgres(sql), binds: Self.binds(bindings)), logger: logger).wait()
         } catch let error as PSQLError {
             throw Self.storeError(error)
         }
@@ -205,6 +227,20 @@ final class PostgresSQLConnection: SQLConnection {
         for statement in script.split(separator: ";") where statement.allSatisfy(\.isWhitespace) == false {
             try query(String(statement), [])
         }
+    }
+
+    static func binds(_ bindings: [SQLValue]) -> PostgresBindings {
+        var binds = PostgresBindings(capacity: bindings.count)
+        for value in bindings {
+            switch value {
+            case .null: binds.appendNull()
+            case .integer(let number): binds.append(number)
+            case .real(let number): binds.append(number)
+            case .text(let text): binds.append(text)
+            case .blob(let data): binds.append(ByteBuffer(bytes: data))
+            }
+        }
+        return binds
     }
 
     static func value(_ cell: PostgresCell) throws -> SQLValue {

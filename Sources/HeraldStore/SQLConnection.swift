@@ -96,6 +96,14 @@ extension SQLConnection {
 protocol SQLBackend: Sendable {
     var dialect: SQLDialect { get }
     func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+    /// One statement on its own (its own transaction); a backend may run it more directly than `run`.
+    func statement(_ sql: String, _ bindings: [SQLValue]) async throws -> [[SQLValue]]
     /// Closes connections and stops background work; later calls fail.
     func close() async
+}
+
+extension SQLBackend {
+    func statement(_ sql: String, _ bindings: [SQLValue]) async throws -> [[SQLValue]] {
+        try await run { try $0.query(sql, bindings) }
+    }
 }

@@ -5,7 +5,8 @@ extension SQLStore {
     /// One transaction: block check, limits, pumping count, session, ledger row. A trip commits the
     /// block and the refunds (and no session); a refusal writes nothing.
     public func admitSend(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
-        try await run { db in
+        if dialect == .postgres { return try await admitSendInPostgres(send) }
+        return try await run { db in
             try db.transaction {
                 let session = send.session
                 if let block = try Self.prefixBlock(db, projectID: session.projectID, prefix: send.prefix, now: send.now) {
@@ -28,5 +29,32 @@ extension SQLStore {
                 return .admitted
             }
         }
+    }
+
+    /// The same transaction as `herald_admit_send_v1` (PostgresRoutines), sent with whatever else
+    /// arrived meanwhile as one batch.
+    func admitSendInPostgres(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
+        guard let sendBatcher else { throw StoreError(.failed, "no send batcher") }
+        let row = try await sendBatcher.submit(.admit(send)).row
+        guard row.count == 8 else { throw StoreError(.failed, "herald_send_batch_v1 answered a malformed row") }
+        if let failure = row[7].string {
+            if failure.hasPrefix("unique:") { throw StoreError(.unique(String(failure.dropFirst(7))), "PostgreSQL 23505: duplicate key") }
+            throw StoreError(.failed, failure)
+        }
+        switch row[0].string {
+        case "admitted": return .admitted
+        case "tripped": return .tripped
+        case "refused":
+            guard let index = row[1].int, let tat = row[2].int, let retryAfter = row[3].int else { break }
+            return .refused(index: Int(index), decision: GCRA.Decision(allowed: false, tat: tat, retryAfter: retryAfter))
+        case "blocked":
+            guard let until = row[4].int, let reason = row[5].string, let created = row[6].int else { break }
+            return .blocked(
+                PrefixBlock(
+                    projectID: send.session.projectID, prefix: send.prefix, until: Date(microseconds: until), reason: reason,
+                    createdAt: Date(microseconds: created)))
+        default: break
+        }
+        throw StoreError(.failed, "herald_send_batch_v1 answered an unknown verdict")
     }
 }

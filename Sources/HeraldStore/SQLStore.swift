@@ -10,11 +10,14 @@ import HeraldCore
 /// few read-modify-write steps are one transaction (prefix velocity also takes `lock`).
 public final class SQLStore: HeraldStoreProtocol {
     let backend: any SQLBackend
+    /// PostgreSQL: the send path's group commit (SQLite's backend commits every call in batches already).
+    let sendBatcher: PostgresSendBatcher?
 
     public var dialect: SQLDialect { backend.dialect }
 
     init(backend: any SQLBackend) {
         self.backend = backend
+        self.sendBatcher = backend.dialect == .postgres ? PostgresSendBatcher(backend: backend) : nil
     }
 
     /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema
@@ -116,6 +119,10 @@ public final class SQLStore: HeraldStoreProtocol {
     }
 
     public func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws {
+        if let sendBatcher {
+            _ = try await sendBatcher.submit(.invalidate(projectID: projectID, phoneNumber: phoneNumber, keeping: keeping, at: date))
+            return
+        }
         try await run { db in
             try db.query(
                 """

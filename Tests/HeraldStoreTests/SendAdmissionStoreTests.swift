@@ -74,6 +74,8 @@ struct SendAdmissionStoreTests {
                 return
             }
             #expect(block.prefix == "+88216")
+            #expect(block.reason == "4 sends in 10m against a baseline of 0.0 per window")
+            #expect(abs(block.until.timeIntervalSince(now) - 3600) < 1)
             #expect(try await Self.remaining(store, wide, now: now) == 97)
             #expect(try await store.deliveryStatus(jobID: blocked.session.jobID!) == nil)
             // Another prefix is not blocked.
@@ -131,5 +133,52 @@ struct SendAdmissionStoreTests {
             }
             #expect(try await Self.remaining(store, wide, now: now) == 100 - 15)
         }
+    }
+
+    @Test(
+        "send by send, every store decides as the memory model: limits, refusals with Retry-After, pumping trips and blocks",
+        arguments: [StoreKind.sqlite, .postgres])
+    func matchesModel(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let model = MemoryStore()
+            // A fixed walk (seeded), so every run covers the same verdicts.
+            var generator = SplitMix64(seed: 13)
+            let settings = PrefixVelocity.Settings(enabled: true, window: .seconds(10), multiple: 3, minimumSends: 6, blockFor: .seconds(30))
+            let phones = ["+15555550100", "+15555550101", "+4479460000", "+4479460001"]
+            var now = Date(timeIntervalSince1970: 1_800_000_000)
+            var seen: Set<String> = []
+            for step in 0..<300 {
+                now = now.addingTimeInterval(Double(Int.random(in: 0...700, using: &generator)) / 1000)
+                let phone = try PhoneNumber(parsing: phones.randomElement(using: &generator)!)
+                let limits = [
+                    LimitCheck(kind: .number, scope: "p", subject: phone.e164, policy: RatePolicy.parse("3/10s burst 2")!),
+                    LimitCheck(kind: .project, scope: "p", subject: "p", policy: RatePolicy.parse("20/10s")!),
+                    LimitCheck(kind: .country, scope: "p", subject: phone.region, policy: RatePolicy.parse("12/10s burst 8")!),
+                ]
+                let session = VerificationSession(
+                    id: "s\(step)", projectID: "p", phoneNumber: phone.e164, region: phone.region, codeHash: Data([1]), createdAt: now,
+                    expiresAt: now.addingTimeInterval(300), maxAttempts: 5, jobID: UUID())
+                let send = SendAdmission(session: session, prefix: phone.prefix(digits: 6), limits: limits, pumping: settings, now: now)
+                let expected = try await model.admitSend(send)
+                let actual = try await store.admitSend(send)
+                #expect(actual == expected, "step \(step)")
+                seen.insert("\(expected)".prefix { $0 != "(" }.description)
+            }
+            // The walk is only worth something if it went through every verdict.
+            #expect(seen == ["admitted", "refused", "tripped", "blocked"])
+        }
+    }
+}
+
+/// A seeded generator (SplitMix64) for walks that must be the same every run.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

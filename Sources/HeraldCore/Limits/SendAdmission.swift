@@ -19,7 +19,8 @@ public struct SendAdmission: Sendable {
         self.session = session
         self.prefix = prefix
         self.limits = limits
-        self.pumping = pumping
+        // Disabled pumping detection counts nothing: the same as none.
+        self.pumping = pumping?.enabled == true ? pumping : nil
         self.now = now
     }
 

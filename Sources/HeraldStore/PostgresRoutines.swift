@@ -1,0 +1,177 @@
+/// Functions PostgreSQL runs server-side, so a hot path is one round trip instead of a dozen.
+///
+/// `herald_admit_send_v1` is `SQLStore.admitSend` (the statements in SQLStore+Sends.swift and
+/// SQLStore+RateLimits.swift, and `PrefixVelocity.observe`) step for step: block check, GCRA in key
+/// order all or nothing, prefix velocity under the prefix's advisory lock, session and ledger row. Its
+/// plans are prepared once per connection (PL/pgSQL caches them). The store conformance suite runs the
+/// same cases against it, SQLite and the memory model.
+///
+/// The version is part of the name: every process re-creates its routines when it migrates (under the
+/// migration lock), so during a rolling upgrade old and new builds each call their own.
+enum PostgresRoutines {
+    static let all = [admitSend, sendBatch]
+
+    /// Several send-path operations in one transaction, one round trip: `admit` (one
+    /// `herald_admit_send_v1`, under its own savepoint, so a duplicate id fails only that send) and
+    /// `invalidate` (a confirmed send ends the number's other open sessions). Concurrent requests share
+    /// the transaction: the rows every send updates (project, country, IP limits) are locked and the
+    /// commit flushed once per batch instead of once per send, which is what bounded PostgreSQL at one
+    /// send per commit before. Answers one row per operation, in order.
+    static let sendBatch = """
+        CREATE OR REPLACE FUNCTION herald_send_batch_v1(p_ops jsonb)
+        RETURNS TABLE (idx integer, verdict text, refused_index integer, refused_tat bigint, retry_after bigint,
+                       block_until bigint, block_reason text, block_created bigint, failure text)
+        LANGUAGE plpgsql AS $fn$
+        DECLARE
+          v_op record;
+          v jsonb;
+          r record;
+          v_constraint text;
+        BEGIN
+          FOR v_op IN SELECT (e.ordinality - 1)::integer AS i, e.value AS body FROM jsonb_array_elements(p_ops) WITH ORDINALITY AS e LOOP
+            v := v_op.body;
+            idx := v_op.i;
+            verdict := NULL; refused_index := NULL; refused_tat := NULL; retry_after := NULL;
+            block_until := NULL; block_reason := NULL; block_created := NULL; failure := NULL;
+            IF v->>'op' = 'invalidate' THEN
+              UPDATE verification_sessions SET consumed_at_ms = (v->>'nowMs')::bigint
+                WHERE project_id = v->>'project' AND phone_number = v->>'phone' AND id <> v->>'keep' AND consumed_at_ms IS NULL
+                  AND purpose = (SELECT s.purpose FROM verification_sessions s WHERE s.id = v->>'keep');
+              verdict := 'done';
+            ELSE
+              BEGIN
+                SELECT * INTO r FROM herald_admit_send_v1(
+                  v->>'project', v->>'prefix', (v->>'nowUs')::bigint, (v->'limits')::text,
+                  (v->>'windowUs')::bigint, (v->>'multiple')::double precision, (v->>'minSends')::bigint, (v->>'blockUs')::bigint,
+                  (v->>'smoothing')::double precision, v->>'windowText',
+                  v->>'id', v->>'phone', decode(v->>'codeHash', 'hex'), (v->>'createdMs')::bigint, (v->>'expiresMs')::bigint,
+                  (v->>'maxAttempts')::bigint, v->>'jobId', v->>'region', v->>'infoSealed', v->>'clientKey', v->>'credentialHash',
+                  v->>'purpose', v->>'codeSealed');
+                verdict := r.verdict; refused_index := r.refused_index; refused_tat := r.refused_tat; retry_after := r.retry_after;
+                block_until := r.block_until; block_reason := r.block_reason; block_created := r.block_created;
+              EXCEPTION WHEN unique_violation THEN
+                GET STACKED DIAGNOSTICS v_constraint = CONSTRAINT_NAME;
+                failure := 'unique:' || v_constraint;
+              END;
+            END IF;
+            RETURN NEXT;
+          END LOOP;
+        END
+        $fn$
+        """
+
+    static let admitSend = """
+        CREATE OR REPLACE FUNCTION herald_admit_send_v1(
+          p_project text, p_prefix text, p_now_us bigint, p_limits text,
+          p_window_us bigint, p_multiple double precision, p_min_sends bigint, p_block_us bigint, p_smoothing double precision,
+          p_window_text text,
+          p_id text, p_phone text, p_code_hash bytea, p_created_ms bigint, p_expires_ms bigint, p_max_attempts bigint, p_job_id text,
+          p_region text, p_info_sealed text, p_client_key text, p_credential_hash text, p_purpose text, p_code_sealed text,
+          OUT verdict text, OUT refused_index integer, OUT refused_tat bigint, OUT retry_after bigint,
+          OUT block_until bigint, OUT block_reason text, OUT block_created bigint)
+        LANGUAGE plpgsql AS $fn$
+        DECLARE
+          v_limits jsonb := p_limits::jsonb;
+          v_entry record;
+          v_spent integer[] := '{}';
+          v_index integer;
+          v_tat bigint;
+          v_window bigint;
+          v_start bigint;
+          v_sends bigint;
+          v_baseline double precision;
+          v_elapsed bigint;
+          v_factor double precision;
+        BEGIN
+          SELECT b.until_us, b.reason, b.created_us INTO block_until, block_reason, block_created
+            FROM prefix_blocks b WHERE b.project_id = p_project AND b.prefix = p_prefix AND b.until_us > p_now_us;
+          IF FOUND THEN
+            verdict := 'blocked';
+            RETURN;
+          END IF;
+          block_until := NULL;
+
+          -- Rows locked in key order (byte order, as Swift orders ASCII keys); only entries before a refusal need deciding.
+          FOR v_entry IN
+            SELECT (e.ordinality - 1)::integer AS idx, e.value->>0 AS key, (e.value->>1)::bigint AS t, (e.value->>2)::bigint AS tau
+            FROM jsonb_array_elements(v_limits) WITH ORDINALITY AS e ORDER BY (e.value->>0) COLLATE "C"
+          LOOP
+            CONTINUE WHEN refused_index IS NOT NULL AND v_entry.idx >= refused_index;
+            INSERT INTO rate_limits AS r (key, tat_us) VALUES (v_entry.key, p_now_us + v_entry.t)
+              ON CONFLICT (key) DO UPDATE SET tat_us = GREATEST(r.tat_us, p_now_us) + v_entry.t
+              WHERE GREATEST(r.tat_us, p_now_us) + v_entry.t - p_now_us <= v_entry.tau
+              RETURNING r.tat_us INTO v_tat;
+            IF FOUND THEN
+              v_spent := v_spent || v_entry.idx;
+            ELSE
+              SELECT r.tat_us INTO v_tat FROM rate_limits r WHERE r.key = v_entry.key;
+              v_tat := COALESCE(v_tat, p_now_us);
+              refused_index := v_entry.idx;
+              refused_tat := v_tat;
+              retry_after := GREATEST(v_tat, p_now_us) + v_entry.t - v_entry.tau - p_now_us;
+            END IF;
+          END LOOP;
+          IF refused_index IS NOT NULL THEN
+            FOREACH v_index IN ARRAY v_spent LOOP
+              UPDATE rate_limits SET tat_us = GREATEST(p_now_us, tat_us - (v_limits->v_index->>1)::bigint) WHERE key = v_limits->v_index->>0;
+            END LOOP;
+            verdict := 'refused';
+            RETURN;
+          END IF;
+
+          IF p_window_us IS NOT NULL THEN
+            v_window := GREATEST(1, p_window_us);
+            PERFORM pg_advisory_xact_lock(hashtextextended('prefix_velocity:' || p_project || ':' || p_prefix, 0));
+            SELECT v.window_start_us, v.count, v.baseline INTO v_start, v_sends, v_baseline
+              FROM prefix_velocity v WHERE v.project_id = p_project AND v.prefix = p_prefix;
+            IF NOT FOUND THEN
+              v_start := p_now_us - p_now_us % v_window;
+              v_sends := 0;
+              v_baseline := 0;
+            END IF;
+            IF p_now_us >= v_start + v_window THEN
+              v_elapsed := (p_now_us - v_start) / v_window;
+              v_baseline := v_baseline + p_smoothing * (v_sends::double precision - v_baseline);
+              IF v_elapsed > 1 THEN
+                v_factor := 1.0;
+                FOR v_index IN 1 .. LEAST(v_elapsed, 10000) - 1 LOOP
+                  v_factor := v_factor * (1 - p_smoothing);
+                END LOOP;
+                v_baseline := v_baseline * v_factor;
+              END IF;
+              v_start := v_start + v_elapsed * v_window;
+              v_sends := 0;
+            END IF;
+            v_sends := v_sends + 1;
+            INSERT INTO prefix_velocity (project_id, prefix, window_start_us, count, baseline) VALUES (p_project, p_prefix, v_start, v_sends, v_baseline)
+              ON CONFLICT (project_id, prefix) DO UPDATE SET
+                window_start_us = excluded.window_start_us, count = excluded.count, baseline = excluded.baseline;
+            IF v_sends::double precision > GREATEST(p_min_sends::double precision, p_multiple * v_baseline) THEN
+              block_until := p_now_us + p_block_us;
+              block_created := p_now_us;
+              block_reason := format('%s sends in %s against a baseline of %s per window', v_sends, p_window_text, to_char(v_baseline, 'FM999999999990.0'));
+              INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (p_project, p_prefix, block_until, block_reason, block_created)
+                ON CONFLICT (project_id, prefix) DO UPDATE SET until_us = excluded.until_us, reason = excluded.reason, created_us = excluded.created_us;
+              FOREACH v_index IN ARRAY v_spent LOOP
+                UPDATE rate_limits SET tat_us = GREATEST(p_now_us, tat_us - (v_limits->v_index->>1)::bigint) WHERE key = v_limits->v_index->>0;
+              END LOOP;
+              verdict := 'tripped';
+              RETURN;
+            END IF;
+          END IF;
+
+          INSERT INTO verification_sessions
+            (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region,
+             session_info_sealed, client_key, credential_hash, purpose, code_sealed)
+            VALUES (p_id, p_project, p_phone, p_code_hash, p_created_ms, p_expires_ms, 0, p_max_attempts, NULL, p_job_id, p_region,
+             p_info_sealed, p_client_key, p_credential_hash, p_purpose, p_code_sealed);
+          IF p_job_id IS NOT NULL THEN
+            INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
+              VALUES (p_job_id, p_project, 'sms', p_phone, 'pending', 0, p_created_ms, p_created_ms)
+              ON CONFLICT (job_id) DO NOTHING;
+          END IF;
+          verdict := 'admitted';
+        END
+        $fn$
+        """
+}

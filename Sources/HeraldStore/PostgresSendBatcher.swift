@@ -1,0 +1,126 @@
+import Foundation
+import HeraldCore
+import Metrics
+import Synchronization
+
+/// Group commit for PostgreSQL's send path: admissions and post-confirm invalidations that arrive
+/// while a batch is in flight wait, then go together as one `herald_send_batch_v1` call (one
+/// transaction, one round trip). Each caller is answered with its own row once the batch committed.
+///
+/// One batch in flight per process: every send locks the same few rows (project, country, client IP
+/// limits) until commit, so two batches of one process could only queue behind each other.
+final class PostgresSendBatcher: Sendable {
+    enum Operation: Sendable {
+        case admit(SendAdmission)
+        case invalidate(projectID: String, phoneNumber: String, keeping: String, at: Date)
+    }
+
+    /// One row of the batch's answer.
+    struct Answer: Sendable {
+        var row: [SQLValue]
+    }
+
+    private struct Waiting: Sendable {
+        let operation: Operation
+        let continuation: CheckedContinuation<Answer, any Error>
+    }
+
+    private let backend: any SQLBackend
+    private let state = Mutex<(waiting: [Waiting], running: Int)>(([], 0))
+    /// Batches in flight at once. Two were measured at half the throughput of one: the second batch
+    /// only waits on the first's row locks, and batches sharing a number can deadlock and retry.
+    static let inFlight = 1
+    private let batchSizes = Recorder(label: "herald_store_batch_size", dimensions: [("store", "postgres")])
+    /// Beyond this many operations a batch is cut (one call's JSON stays small; the rest go next).
+    static let maximumBatch = 256
+
+    init(backend: any SQLBackend) {
+        self.backend = backend
+    }
+
+    func submit(_ operation: Operation) async throws -> Answer {
+        try await withCheckedThrowingContinuation { continuation in
+            let start = state.withLock { state in
+                state.waiting.append(Waiting(operation: operation, continuation: continuation))
+                guard state.running < Self.inFlight else { return false }
+                state.running += 1
+                return true
+            }
+            if start { Task { await self.drain() } }
+        }
+    }
+
+    private func drain() async {
+        while true {
+            let batch = state.withLock { state in
+                let batch = Array(state.waiting.prefix(Self.maximumBatch))
+                state.waiting.removeFirst(batch.count)
+                if batch.isEmpty { state.running -= 1 }
+                return batch
+            }
+            if batch.isEmpty { return }
+            batchSizes.record(batch.count)
+            do {
+                let rows = try await backend.statement(
+                    """
+                    SELECT idx, verdict, refused_index, refused_tat, retry_after, block_until, block_reason, block_created, failure
+                    FROM herald_send_batch_v1(?::jsonb)
+                    """, [.text(Self.body(batch.map(\.operation)))])
+                var answers = [Answer?](repeating: nil, count: batch.count)
+                for row in rows {
+                    if let index = row.first?.int, answers.indices.contains(Int(index)) { answers[Int(index)] = Answer(row: Array(row.dropFirst())) }
+                }
+                for (waiting, answer) in zip(batch, answers) {
+                    if let answer {
+                        waiting.continuation.resume(returning: answer)
+                    } else {
+                        waiting.continuation.resume(throwing: StoreError(.failed, "herald_send_batch_v1 left an operation unanswered"))
+                    }
+                }
+            } catch {
+                for waiting in batch { waiting.continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// The batch as the function's JSON argument.
+    static func body(_ operations: [Operation]) -> String {
+        var writer = JSONWriter(capacity: 700 * operations.count)
+        writer.list(
+            operations.map { operation -> JSONWriter.Value in
+                switch operation {
+                case .invalidate(let project, let phone, let keeping, let date):
+                    return .fields([
+                        ("op", .string("invalidate")), ("project", .string(project)), ("phone", .string(phone)), ("keep", .string(keeping)),
+                        ("nowMs", .integer(date.millisecondsSince1970)),
+                    ])
+                case .admit(let send):
+                    let session = send.session
+                    let pumping = send.pumping
+                    return .fields([
+                        ("op", .string("admit")), ("project", .string(session.projectID)), ("prefix", .string(send.prefix)),
+                        ("nowUs", .integer(send.now.microsecondsSince1970)),
+                        (
+                            "limits",
+                            .array(
+                                send.rateEntries.map {
+                                    .array([.string($0.key), .integer($0.parameters.interval), .integer($0.parameters.tolerance)])
+                                })
+                        ),
+                        ("windowUs", pumping.map { .integer($0.window.microseconds) }), ("multiple", pumping.map { .real($0.multiple) }),
+                        ("minSends", pumping.map { .integer(Int64($0.minimumSends)) }),
+                        ("blockUs", pumping.map { .integer($0.blockFor.microseconds) }),
+                        ("smoothing", pumping.map { .real($0.smoothing) }), ("windowText", pumping.map { .string(DurationText.format($0.window)) }),
+                        ("id", .string(session.id)), ("phone", .string(session.phoneNumber)), ("codeHash", .string(SHA256Hex.hex(session.codeHash))),
+                        ("createdMs", .integer(session.createdAt.millisecondsSince1970)),
+                        ("expiresMs", .integer(session.expiresAt.millisecondsSince1970)),
+                        ("maxAttempts", .integer(Int64(session.maxAttempts))), ("jobId", session.jobID.map { .string($0.uuidString.lowercased()) }),
+                        ("region", .string(session.region)), ("infoSealed", session.sessionInfoSealed.map { .string($0) }),
+                        ("clientKey", session.clientKey.map { .string($0) }), ("credentialHash", session.credentialHash.map { .string($0) }),
+                        ("purpose", .string(session.purpose.description)), ("codeSealed", session.codeSealed.map { .string($0) }),
+                    ])
+                }
+            })
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}
