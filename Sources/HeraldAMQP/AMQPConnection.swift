@@ -241,13 +241,17 @@ public final class AMQPConnection: Service, Sendable {
         }
     }
 
+    /// Hands `command` to the connection thread. Only the command that finds the inbox empty wakes
+    /// the thread: it takes the whole inbox each time round, so later ones ride along (one `write`
+    /// per burst of publishes instead of one per publish).
     func enqueue(_ command: Command) {
-        let accepted = shared.withLock { state -> Bool in
-            guard state.finished == false else { return false }
+        let accepted = shared.withLock { state -> Bool? in
+            guard state.finished == false else { return nil }
             state.inbox.append(command)
-            return true
+            return state.inbox.count == 1
         }
-        if accepted {
+        if let wake = accepted {
+            guard wake else { return }
             var one: UInt8 = 1
             _ = write(wakeFDs.1, &one, 1)
         } else {

@@ -54,6 +54,26 @@ struct CodeAndSealingTests {
         #expect(Set(ids.joined()).count == 62)
     }
 
+    @Test("pooled random bytes never repeat across draws of every size; version 7 ids carry their millisecond and sort by it")
+    func pooledRandomAndUUIDv7() throws {
+        // 4,000 draws of 16 bytes cross the 4 KiB pool's refill many times; a reused or zeroed slice would repeat.
+        var seen = Set<[UInt8]>()
+        for size in [1, 7, 16, 33, 255, 256, 257, 4096] { #expect(SecureRandom.bytes(size).count == size) }
+        for _ in 0..<4000 { seen.insert(SecureRandom.bytes(16)) }
+        #expect(seen.count == 4000)
+        #expect(seen.contains([UInt8](repeating: 0, count: 16)) == false)
+
+        let date = Date(timeIntervalSince1970: 1_800_000_000.123)
+        let id = SecureRandom.uuidV7(at: date)
+        let text = id.uuidString.lowercased()
+        #expect(text.replacingOccurrences(of: "-", with: "").hasPrefix(String(1_800_000_000_123, radix: 16).leftPadded(to: 12)))
+        #expect(Array(text)[14] == "7")
+        #expect("89ab".contains(Array(text)[19]))
+        let later = (1...50).map { SecureRandom.uuidV7(at: date.addingTimeInterval(Double($0) * 0.002)).uuidString.lowercased() }
+        #expect(later == later.sorted())
+        #expect(Set(later + [text]).count == 51)
+    }
+
     @Test("hashes verify only the same code in the same session under the same key")
     func hashing() {
         let hash = OneTimeCode.hash("012345", session: "s1", key: keys.codeHashing)
@@ -101,4 +121,8 @@ struct CodeAndSealingTests {
         // Fresh nonce each time.
         #expect(sealer.seal("654321", jobID: job, destination: "+15555550100") != sealed)
     }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
 }

@@ -84,7 +84,7 @@ struct EmailLinkSignIn: Sendable {
                 .increment()
             throw HeraldError(refusal.check.kind.refusal, nil, retryAfter: refusal.retryAfter)
         }
-        let jobID = UUID()
+        let jobID = SecureRandom.uuidV7(at: now)
         record.jobID = jobID
         let job = Job(
             id: jobID, project: project.id, createdAt: now, expiresAt: record.expiresAt, locale: origin.locale,

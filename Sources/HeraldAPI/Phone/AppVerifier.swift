@@ -51,7 +51,7 @@ struct AppVerifier: Sendable {
         let secret = SecureRandom.base64URL(bytes: 32)
         let receiptHash = SHA256Hex.digest(receipt)
         let environment: PushMessage.Environment = body.bool("isSandbox") == true ? .sandbox : .production
-        let jobID = UUID()
+        let jobID = SecureRandom.uuidV7(at: now)
         let job = Job(
             id: jobID, project: project.id, createdAt: now, expiresAt: now.adding(project.appVerification.pushTTL),
             payload: .push(

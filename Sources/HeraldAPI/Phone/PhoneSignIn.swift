@@ -103,7 +103,7 @@ struct PhoneSignIn: Sendable {
         }
 
         let code = OneTimeCode.generate(length: project.phone.codeLength)
-        let jobID = UUID()
+        let jobID = SecureRandom.uuidV7(at: now)
         let job = Job(
             id: jobID, project: project.id, createdAt: now, expiresAt: now.adding(project.phone.codeTTL), locale: origin.locale,
             payload: .sms(
