@@ -323,15 +323,12 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
-    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws {
+    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date) async throws {
         state.withLock { state in
             state.deliveries[jobID]?.status = status
             state.deliveries[jobID]?.reason = reason
+            if let segments { state.deliveries[jobID]?.segments = segments }
         }
-    }
-
-    public func recordSegments(jobID: UUID, segments: SMSSegments) async throws {
-        state.withLock { $0.deliveries[jobID]?.segments = segments }
     }
 
     public func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)? {
@@ -356,6 +353,14 @@ public final class MemoryStore: HeraldStoreProtocol {
                 }
             }
             return nil
+        }
+    }
+
+    public func rateReserve(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> Int64 {
+        state.withLock { state in
+            let reservation = GCRA.reserve(tat: state.rates[key], now: now, parameters: parameters)
+            state.rates[key] = reservation.tat
+            return reservation.slot
         }
     }
 

@@ -9,34 +9,67 @@
 /// The version is part of the name: every process re-creates its routines when it migrates (under the
 /// migration lock), so during a rolling upgrade old and new builds each call their own.
 enum PostgresRoutines {
-    static let all = [admitSend, sendBatch]
+    static let all = [admitSend, batch]
 
-    /// Several send-path operations in one transaction, one round trip: `admit` (one
-    /// `herald_admit_send_v1`, under its own savepoint, so a duplicate id fails only that send) and
-    /// `invalidate` (a confirmed send ends the number's other open sessions). Concurrent requests share
-    /// the transaction: the rows every send updates (project, country, IP limits) are locked and the
-    /// commit flushed once per batch instead of once per send, which is what bounded PostgreSQL at one
-    /// send per commit before. Answers one row per operation, in order.
-    static let sendBatch = """
-        CREATE OR REPLACE FUNCTION herald_send_batch_v1(p_ops jsonb)
-        RETURNS TABLE (idx integer, verdict text, refused_index integer, refused_tat bigint, retry_after bigint,
-                       block_until bigint, block_reason text, block_created bigint, failure text)
+    /// Several hot-path operations in one transaction, one round trip (`PostgresBatcher`):
+    /// - `admit`: one `herald_admit_send_v1`, under its own savepoint, so a duplicate id fails only that send;
+    ///   n1 refused index, n2 refused TAT, n3 Retry-After, n4 block end, n5 block start (µs), note the block reason.
+    /// - `invalidate`: a confirmed send ends the number's other open sessions.
+    /// - `claim`: a worker claims a job (`SQLStore.claimDelivery`); verdict claimed (n1 attempt), unknown,
+    ///   mismatch (note: the field), inDoubt (note: the owner) or finished (note: the status).
+    /// - `record`: a job's outcome, with its segments when sent.
+    /// Concurrent calls share the transaction: rows every send updates (project, country, IP limits) are
+    /// locked and the commit flushed once per batch instead of once per call, which bounded PostgreSQL
+    /// at one send per commit before. Answers one row per operation, in order.
+    static let batch = """
+        CREATE OR REPLACE FUNCTION herald_batch_v1(p_ops jsonb)
+        RETURNS TABLE (idx integer, verdict text, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, note text, failure text)
         LANGUAGE plpgsql AS $fn$
         DECLARE
           v_op record;
           v jsonb;
           r record;
           v_constraint text;
+          v_attempts bigint;
         BEGIN
           FOR v_op IN SELECT (e.ordinality - 1)::integer AS i, e.value AS body FROM jsonb_array_elements(p_ops) WITH ORDINALITY AS e LOOP
             v := v_op.body;
             idx := v_op.i;
-            verdict := NULL; refused_index := NULL; refused_tat := NULL; retry_after := NULL;
-            block_until := NULL; block_reason := NULL; block_created := NULL; failure := NULL;
-            IF v->>'op' = 'invalidate' THEN
+            verdict := NULL; n1 := NULL; n2 := NULL; n3 := NULL; n4 := NULL; n5 := NULL; note := NULL; failure := NULL;
+            CASE v->>'op'
+            WHEN 'invalidate' THEN
               UPDATE verification_sessions SET consumed_at_ms = (v->>'nowMs')::bigint
                 WHERE project_id = v->>'project' AND phone_number = v->>'phone' AND id <> v->>'keep' AND consumed_at_ms IS NULL
                   AND purpose = (SELECT s.purpose FROM verification_sessions s WHERE s.id = v->>'keep');
+              verdict := 'done';
+            WHEN 'claim' THEN
+              UPDATE deliveries d SET status = 'sending', owner = v->>'owner', attempts = d.attempts + 1, updated_at_ms = (v->>'nowMs')::bigint
+                WHERE d.job_id = v->>'jobId' AND d.project_id = v->>'project' AND d.type = v->>'type' AND d.destination = v->>'to'
+                  AND (d.status IN ('pending', 'retrying') OR (d.status = 'sending' AND (v->>'reclaim')::boolean))
+                RETURNING d.attempts INTO v_attempts;
+              IF FOUND THEN
+                verdict := 'claimed';
+                n1 := v_attempts;
+              ELSE
+                SELECT d.status, d.owner, d.project_id, d.type, d.destination INTO r FROM deliveries d WHERE d.job_id = v->>'jobId';
+                IF NOT FOUND THEN
+                  verdict := 'unknown';
+                ELSIF r.project_id <> v->>'project' THEN
+                  verdict := 'mismatch'; note := 'project';
+                ELSIF r.type <> v->>'type' THEN
+                  verdict := 'mismatch'; note := 'type';
+                ELSIF r.destination <> v->>'to' THEN
+                  verdict := 'mismatch'; note := 'to';
+                ELSIF r.status = 'sending' THEN
+                  verdict := 'inDoubt'; note := COALESCE(r.owner, 'unknown');
+                ELSE
+                  verdict := 'finished'; note := r.status;
+                END IF;
+              END IF;
+            WHEN 'record' THEN
+              UPDATE deliveries SET status = v->>'status', reason = v->>'reason', updated_at_ms = (v->>'nowMs')::bigint,
+                  segments = COALESCE((v->>'segments')::bigint, segments), encoding = COALESCE(v->>'encoding', encoding)
+                WHERE job_id = v->>'jobId';
               verdict := 'done';
             ELSE
               BEGIN
@@ -47,13 +80,13 @@ enum PostgresRoutines {
                   v->>'id', v->>'phone', decode(v->>'codeHash', 'hex'), (v->>'createdMs')::bigint, (v->>'expiresMs')::bigint,
                   (v->>'maxAttempts')::bigint, v->>'jobId', v->>'region', v->>'infoSealed', v->>'clientKey', v->>'credentialHash',
                   v->>'purpose', v->>'codeSealed');
-                verdict := r.verdict; refused_index := r.refused_index; refused_tat := r.refused_tat; retry_after := r.retry_after;
-                block_until := r.block_until; block_reason := r.block_reason; block_created := r.block_created;
+                verdict := r.verdict; n1 := r.refused_index; n2 := r.refused_tat; n3 := r.retry_after;
+                n4 := r.block_until; n5 := r.block_created; note := r.block_reason;
               EXCEPTION WHEN unique_violation THEN
                 GET STACKED DIAGNOSTICS v_constraint = CONSTRAINT_NAME;
                 failure := 'unique:' || v_constraint;
               END;
-            END IF;
+            END CASE;
             RETURN NEXT;
           END LOOP;
         END

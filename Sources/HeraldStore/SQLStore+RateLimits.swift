@@ -41,6 +41,17 @@ extension SQLStore {
         return refusal
     }
 
+    public func rateReserve(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> Int64 {
+        let rows = try await backend.statement(
+            """
+            INSERT INTO rate_limits (key, tat_us) VALUES (?1, ?2 + ?3)
+            ON CONFLICT (key) DO UPDATE SET tat_us = \(dialect.greatest("rate_limits.tat_us", "?2")) + ?3
+            RETURNING tat_us
+            """, [.text(key), .integer(now), .integer(parameters.interval)])
+        guard let tat = rows.first?.first?.int else { throw StoreError(.failed, "rate_limits reservation returned no row") }
+        return max(now, tat - parameters.tolerance)
+    }
+
     public func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws {
         try await run { db in try Self.refund(db, key: key, parameters: parameters, now: now) }
     }

@@ -34,9 +34,9 @@ extension SQLStore {
     /// The same transaction as `herald_admit_send_v1` (PostgresRoutines), sent with whatever else
     /// arrived meanwhile as one batch.
     func admitSendInPostgres(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
-        guard let sendBatcher else { throw StoreError(.failed, "no send batcher") }
-        let row = try await sendBatcher.submit(.admit(send)).row
-        guard row.count == 8 else { throw StoreError(.failed, "herald_send_batch_v1 answered a malformed row") }
+        guard let batcher else { throw StoreError(.failed, "no batcher") }
+        let row = try await batcher.submit(.admit(send)).row
+        guard row.count == 8 else { throw StoreError(.failed, "herald_batch_v1 answered a malformed row") }
         if let failure = row[7].string {
             if failure.hasPrefix("unique:") { throw StoreError(.unique(String(failure.dropFirst(7))), "PostgreSQL 23505: duplicate key") }
             throw StoreError(.failed, failure)
@@ -48,13 +48,13 @@ extension SQLStore {
             guard let index = row[1].int, let tat = row[2].int, let retryAfter = row[3].int else { break }
             return .refused(index: Int(index), decision: GCRA.Decision(allowed: false, tat: tat, retryAfter: retryAfter))
         case "blocked":
-            guard let until = row[4].int, let reason = row[5].string, let created = row[6].int else { break }
+            guard let until = row[4].int, let created = row[5].int, let reason = row[6].string else { break }
             return .blocked(
                 PrefixBlock(
                     projectID: send.session.projectID, prefix: send.prefix, until: Date(microseconds: until), reason: reason,
                     createdAt: Date(microseconds: created)))
         default: break
         }
-        throw StoreError(.failed, "herald_send_batch_v1 answered an unknown verdict")
+        throw StoreError(.failed, "herald_batch_v1 answered an unknown verdict")
     }
 }

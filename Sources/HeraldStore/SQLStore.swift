@@ -10,14 +10,15 @@ import HeraldCore
 /// few read-modify-write steps are one transaction (prefix velocity also takes `lock`).
 public final class SQLStore: HeraldStoreProtocol {
     let backend: any SQLBackend
-    /// PostgreSQL: the send path's group commit (SQLite's backend commits every call in batches already).
-    let sendBatcher: PostgresSendBatcher?
+    /// PostgreSQL: group commit for the send and delivery hot paths (SQLite's backend commits every
+    /// call in batches already).
+    let batcher: PostgresBatcher?
 
     public var dialect: SQLDialect { backend.dialect }
 
     init(backend: any SQLBackend) {
         self.backend = backend
-        self.sendBatcher = backend.dialect == .postgres ? PostgresSendBatcher(backend: backend) : nil
+        self.batcher = backend.dialect == .postgres ? PostgresBatcher(backend: backend) : nil
     }
 
     /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema
@@ -119,8 +120,8 @@ public final class SQLStore: HeraldStoreProtocol {
     }
 
     public func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws {
-        if let sendBatcher {
-            _ = try await sendBatcher.submit(.invalidate(projectID: projectID, phoneNumber: phoneNumber, keeping: keeping, at: date))
+        if let batcher {
+            _ = try await batcher.submit(.invalidate(projectID: projectID, phoneNumber: phoneNumber, keeping: keeping, at: date))
             return
         }
         try await run { db in
@@ -195,6 +196,22 @@ public final class SQLStore: HeraldStoreProtocol {
     public func claimDelivery(
         jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
     ) async throws -> DeliveryClaim {
+        if let batcher {
+            let row = try await batcher.submit(
+                .claim(
+                    jobID: jobID, projectID: projectID, type: type, destination: destination, owner: owner, now: now, reclaimInDoubt: reclaimInDoubt)
+            ).row
+            let note = row.count == 8 ? row[6].string : nil
+            switch row.first?.string {
+            case "claimed": if let attempts = row[1].int { return .claimed(attempt: Int(attempts)) }
+            case "unknown": return .unknown
+            case "mismatch": return .mismatch(field: note ?? "?")
+            case "inDoubt": return .inDoubt(owner: note ?? "unknown")
+            case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
+            default: break
+            }
+            throw StoreError(.failed, "herald_batch_v1 answered a malformed claim")
+        }
         let id = jobID.uuidString.lowercased()
         let claimable = reclaimInDoubt ? "('pending', 'retrying', 'sending')" : "('pending', 'retrying')"
         return try await run { db in
@@ -222,22 +239,22 @@ public final class SQLStore: HeraldStoreProtocol {
         }
     }
 
-    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws {
+    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date) async throws {
+        if let batcher {
+            _ = try await batcher.submit(.record(jobID: jobID, status: status, reason: reason, segments: segments, now: now))
+            return
+        }
         try await run { db in
             try db.query(
-                "UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ? WHERE job_id = ?",
+                """
+                UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, segments = COALESCE(?, segments), encoding = COALESCE(?, encoding)
+                WHERE job_id = ?
+                """,
                 [
                     .text(status.rawValue), reason.map(SQLValue.text) ?? .null, .integer(now.millisecondsSince1970),
+                    segments.map { .integer(Int64($0.segments)) } ?? .null, segments.map { .text($0.encoding.rawValue) } ?? .null,
                     .text(jobID.uuidString.lowercased()),
                 ])
-        }
-    }
-
-    public func recordSegments(jobID: UUID, segments: SMSSegments) async throws {
-        try await run { db in
-            try db.query(
-                "UPDATE deliveries SET segments = ?, encoding = ? WHERE job_id = ?",
-                [.integer(Int64(segments.segments)), .text(segments.encoding.rawValue), .text(jobID.uuidString.lowercased())])
         }
     }
 

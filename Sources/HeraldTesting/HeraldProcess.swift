@@ -30,7 +30,7 @@ public final class HeraldProcess: @unchecked Sendable {
         }
         self.name = (executable as NSString).lastPathComponent
         self.logPath = logDirectory + "/\(name)-\(UUID().uuidString.prefix(6)).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process = Process()
         if let networkNamespace {

@@ -9,13 +9,13 @@ public struct EmailJobHandler: JobHandler {
     let channel: any EmailChannel
     let sealer: Sealer
     let settings: HeraldConfiguration.Email
-    let providerRate: RatePolicy?
+    let providerRatePolicy: RatePolicy?
 
     public init(channel: any EmailChannel, keys: HeraldKeys, settings: HeraldConfiguration.Email, providerRate: RatePolicy? = nil) {
         self.channel = channel
         self.sealer = Sealer(key: keys.sealing)
         self.settings = settings
-        self.providerRate = providerRate
+        self.providerRatePolicy = providerRate
     }
 
     public func destination(of job: Job) -> String {
@@ -25,9 +25,10 @@ public struct EmailJobHandler: JobHandler {
 
     public func region(of job: Job) -> String { "" }
 
-    public func throttleChecks(for job: Job) -> [LimitCheck] {
-        guard let providerRate else { return [] }
-        return [LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: providerRate)]
+    public func spacingChecks(for job: Job) -> [LimitCheck] { [] }
+
+    public var providerRate: LimitCheck? {
+        providerRatePolicy.map { LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: $0) }
     }
 
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {

@@ -13,9 +13,12 @@ public protocol JobHandler: Sendable {
     func deliver(_ job: Job, now: Date) async -> DeliveryReport
     /// The ISO region a job goes to, for per-country metrics ("" when not applicable).
     func region(of job: Job) -> String
-    /// Limits a send must pass first (provider throughput, spacing per destination); shared by every
-    /// worker process through the store.
-    func throttleChecks(for job: Job) -> [LimitCheck]
+    /// Limits per destination a send must pass first (spacing per number), shared by every worker
+    /// process through the store.
+    func spacingChecks(for job: Job) -> [LimitCheck]
+    /// The provider's own rate, shared the same way and handed out in delivery order
+    /// (`ProviderPacer`); nil when unlimited.
+    var providerRate: LimitCheck? { get }
 }
 
 /// SMS jobs: open the sealed code, render the text template, hand it to the channel.
@@ -24,7 +27,7 @@ public struct SMSJobHandler: JobHandler {
     let channel: any DeliveryChannel
     let sealer: Sealer
     let templates: TemplateCatalog
-    let providerRate: RatePolicy?
+    let providerRatePolicy: RatePolicy?
     let perNumberSpacing: Duration
 
     /// `providerRate` caps sends through `channel` across all workers (nil: unlimited);
@@ -36,22 +39,20 @@ public struct SMSJobHandler: JobHandler {
         self.channel = channel
         self.sealer = Sealer(key: keys.sealing)
         self.templates = templates
-        self.providerRate = providerRate
+        self.providerRatePolicy = providerRate
         self.perNumberSpacing = perNumberSpacing
     }
 
-    public func throttleChecks(for job: Job) -> [LimitCheck] {
-        var checks: [LimitCheck] = []
-        if perNumberSpacing > .zero {
-            checks.append(
-                LimitCheck(
-                    kind: .spacing, scope: job.project, subject: destination(of: job),
-                    policy: RatePolicy(limit: 1, period: perNumberSpacing, burst: 1)))
-        }
-        if let providerRate {
-            checks.append(LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: providerRate))
-        }
-        return checks
+    public func spacingChecks(for job: Job) -> [LimitCheck] {
+        guard perNumberSpacing > .zero else { return [] }
+        return [
+            LimitCheck(
+                kind: .spacing, scope: job.project, subject: destination(of: job), policy: RatePolicy(limit: 1, period: perNumberSpacing, burst: 1))
+        ]
+    }
+
+    public var providerRate: LimitCheck? {
+        providerRatePolicy.map { LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: $0) }
     }
 
     public func destination(of job: Job) -> String {

@@ -31,7 +31,9 @@ public struct PushJobHandler: JobHandler {
     public func region(of job: Job) -> String { "" }
 
     /// Per-device limits are applied when the push is requested; Apple's own throttling does the rest.
-    public func throttleChecks(for job: Job) -> [LimitCheck] { [] }
+    public func spacingChecks(for job: Job) -> [LimitCheck] { [] }
+
+    public var providerRate: LimitCheck? { nil }
 
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {
         guard case .push(let message) = job.payload else { return DeliveryReport(.permanent(reason: "not a push job")) }

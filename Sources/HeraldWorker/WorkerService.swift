@@ -7,20 +7,23 @@ import Metrics
 import ServiceLifecycle
 import Synchronization
 
-/// The generic worker runtime: consume → decode → drop if expired → skip if already handled →
-/// throttle → claim in the ledger → deliver → ack, retry through a delay queue, or dead-letter.
+/// The generic worker runtime: consume → verify and decode → carry out what `JobLifecycle` decides
+/// (expiry, earlier outcome, throttles, ledger claim, provider call, outcome) → ack, retry through a
+/// delay queue, or dead-letter.
 ///
 /// A job's life: the API publishes it and records it `pending`. A worker claims it (`sending`) right
 /// before calling the provider and records the outcome before acknowledging, so a redelivered job
 /// (worker crash, lost connection) finds the outcome and is not sent twice. A job claimed by a worker
 /// that died mid-call is "in doubt": the provider may have sent it, so by default it is not sent
 /// again (`retryUncertain: true` resends instead). A retryable failure republishes the job to the
-/// delay queue for its attempt and acks the original; it never waits by holding or requeueing the
-/// delivery (that would spin and burn the poison-message limit). Permanent failures go to
-/// `<queue>.dead` with the reason in headers. Jobs past `expiresAt` are dropped: a late code is useless.
-/// A job refused by a throttle (provider rate, spacing per number) is republished to the throttle
-/// queue that waits long enough and acked, before it is claimed, so it stays claimable; it is dropped
-/// only if it would expire while waiting.
+/// delay queue for its attempt and acks the original; it never waits by requeueing the delivery
+/// (that would spin and burn the poison-message limit). Permanent failures go to `<queue>.dead` with
+/// the reason in headers. Jobs past `expiresAt` are dropped: a late code is useless.
+///
+/// Throttles: the provider rate is handed out in delivery order by `ProviderPacer`, jobs waiting in
+/// memory meanwhile (the broker keeps the rest, unacked, beyond prefetch). A per-number spacing wait
+/// up to `throttleHold` is held in memory too; a longer one parks the job once in the throttle queue
+/// that waits long enough, before it is claimed, so it stays claimable.
 public final class WorkerService: Service {
     /// Tuning knobs (`workers.<type>` in configuration).
     public struct Settings: Sendable {
@@ -30,25 +33,33 @@ public final class WorkerService: Service {
         public var shutdownGrace: Duration
         /// Throttle queues, shortest first.
         public var throttleDelays: [Duration]
+        /// Throttle waits up to this long are held in memory; longer ones park.
+        public var throttleHold: Duration
         /// Identifies this process in the ledger (`host:pid:random`).
         public var instanceID: String
 
         public init(
             concurrency: Int, retryPolicy: RetryPolicy, retryUncertain: Bool, shutdownGrace: Duration, throttleDelays: [Duration],
-            instanceID: String
+            throttleHold: Duration = .seconds(5), instanceID: String
         ) {
             self.concurrency = concurrency
             self.retryPolicy = retryPolicy
             self.retryUncertain = retryUncertain
             self.shutdownGrace = shutdownGrace
             self.throttleDelays = throttleDelays
+            self.throttleHold = throttleHold
             self.instanceID = instanceID
+        }
+
+        var lifecycle: JobLifecycle.Settings {
+            JobLifecycle.Settings(
+                retryPolicy: retryPolicy, retryUncertain: retryUncertain, throttleDelays: throttleDelays, holdLimit: throttleHold)
         }
 
         public init(_ worker: HeraldConfiguration.Worker) {
             self.init(
                 concurrency: worker.concurrency, retryPolicy: RetryPolicy(delays: worker.retryDelays), retryUncertain: worker.retryUncertain,
-                shutdownGrace: worker.shutdownGrace, throttleDelays: worker.throttleDelays,
+                shutdownGrace: worker.shutdownGrace, throttleDelays: worker.throttleDelays, throttleHold: worker.throttleHold,
                 instanceID: "\(ProcessInfo.processInfo.hostName):\(getpid()):\(SecureRandom.alphanumeric(6))")
         }
     }
@@ -64,6 +75,8 @@ public final class WorkerService: Service {
     let clock: any WallClock
     let logger: Logger
     let stopping = Mutex(false)
+    /// The provider rate, handed out in delivery order (nil: the handler has no provider rate).
+    let pacer: ProviderPacer?
 
     public init(
         handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology,
@@ -78,6 +91,7 @@ public final class WorkerService: Service {
         self.settings = settings
         self.clock = clock
         self.logger = logger
+        self.pacer = handler.providerRate.map { ProviderPacer(store: ledger, check: $0, clock: clock, logger: logger) }
     }
 
     /// The two connections a worker needs: a consumer of `<exchange>.<type>` with `prefetch`, and a
@@ -147,8 +161,11 @@ public final class WorkerService: Service {
                 if running >= settings.concurrency, await group.next() != nil { running -= 1 }
                 running += 1
                 inFlight.record(running)
+                // The place in the provider's line is taken here, in delivery order.
+                let ticket = pacer?.ticket()
                 group.addTask {
-                    await self.process(delivery)
+                    await self.process(delivery, ticket: ticket)
+                    if let ticket { self.pacer?.leave(ticket) }
                     return false
                 }
             }
@@ -170,7 +187,7 @@ public final class WorkerService: Service {
 
     // MARK: one job
 
-    func process(_ delivery: AMQPDelivery) async {
+    func process(_ delivery: AMQPDelivery, ticket: ProviderPacer.Ticket? = nil) async {
         let type = handler.type.rawValue
         func count(_ outcome: String) {
             Counter(label: "herald_worker_jobs_total", dimensions: [("type", type), ("outcome", outcome)]).increment()
@@ -213,186 +230,165 @@ public final class WorkerService: Service {
         log[metadataKey: "job.id"] = .string(job.id.uuidString.lowercased())
         log[metadataKey: "project"] = .string(job.project)
         if case .string(let trace) = delivery.headers["traceparent"] { log[metadataKey: "traceparent"] = .string(trace) }
-        let destination = handler.destination(of: job)
 
-        if clock.now >= job.expiresAt {
-            try? await ledger.recordDelivery(jobID: job.id, status: .expired, reason: "expired before it could be sent", now: clock.now)
-            consumer.ack(delivery)
-            count("expired")
-            log.notice("job expired before sending; dropped")
-            return
-        }
-
-        if let status = try? await ledger.deliveryStatus(jobID: job.id)?.status, status.isFinal {
-            consumer.ack(delivery)
-            count("duplicate")
-            log.info("job already handled; skipped", metadata: ["status": .string(status.rawValue)])
-            return
-        }
-        if await throttled(delivery, job: job, logger: log, count: count) { return }
-
-        let claim: DeliveryClaim
-        do {
-            claim = try await claimDelivery(job, destination: destination)
-        } catch {
-            // The store is unavailable: give the job back and try later.
-            log.error("cannot claim job in the store; requeueing", metadata: ["error": .string("\(error)")])
-            try? await Task.sleep(for: .seconds(1))
-            consumer.nack(delivery, requeue: true)
-            count("store_error")
-            return
-        }
-        let attempt: Int
-        switch claim {
-        case .finished(let status):
-            consumer.ack(delivery)
-            count("duplicate")
-            log.info("job already handled; skipped", metadata: ["status": .string(status.rawValue)])
-            return
-        case .inDoubt(let owner):
-            try? await ledger.recordDelivery(
-                jobID: job.id, status: .uncertain, reason: "an earlier attempt by \(owner) may have reached the provider", now: clock.now)
-            consumer.ack(delivery)
-            count("uncertain")
-            log.warning("job in doubt (an earlier attempt may have been sent); not resending", metadata: ["previous.owner": .string(owner)])
-            return
-        case .claimed(let value):
-            attempt = value
-        case .unknown, .mismatch:
-            // Signed, yet not what the API recorded: never send it.
-            let why = if case .mismatch(let field) = claim { "the ledger's \(field) differs from the job's" } else { "no ledger row for this job id" }
-            log.error("job does not match the ledger; dead-lettered", metadata: ["problem": .string(why)])
-            await deadLetter(delivery, reason: "unauthenticated: \(why)", attempt: 0)
-            count("unauthenticated")
-            return
-        }
-
-        let started = ContinuousClock.now
-        let report = await handler.deliver(job, now: clock.now)
-        Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)]).record(duration: ContinuousClock.now - started)
-        if case .sent = report.outcome, let segments = report.segments {
-            try? await ledger.recordSegments(jobID: job.id, segments: segments)
-            Counter(
-                label: "herald_sms_segments_total", dimensions: [("country", handler.region(of: job)), ("encoding", segments.encoding.rawValue)]
-            ).increment(by: segments.segments)
-        }
-        await settle(delivery, job: job, attempt: attempt, outcome: report.outcome, logger: log, count: count)
-    }
-
-    /// True when a throttle refused the job and it was parked in a throttle queue (or dropped because
-    /// it would expire first). The job has not been claimed, so it stays claimable when it returns.
-    private func throttled(_ delivery: AMQPDelivery, job: Job, logger log: Logger, count: (String) -> Void) async -> Bool {
-        let checks = handler.throttleChecks(for: job)
-        guard checks.isEmpty == false else { return false }
-        let refusal: RateLimiter.Refusal?
-        do {
-            refusal = try await RateLimiter(store: ledger).admit(checks, now: clock.now)
-        } catch {
-            log.error("throttle unavailable (store error); sending unthrottled", metadata: ["error": .string("\(error)")])
-            return false
-        }
-        guard let refusal else { return false }
-        Counter(label: "herald_worker_throttled_total", dimensions: [("type", handler.type.rawValue), ("limit", refusal.check.kind.rawValue)])
-            .increment()
-        let delay = RetryPolicy.queueDelay(for: refusal.retryAfter, in: settings.throttleDelays)
-        guard clock.now.adding(max(delay, refusal.retryAfter)) < job.expiresAt else {
-            try? await ledger.recordDelivery(
-                jobID: job.id, status: .expired, reason: "throttled (\(refusal.check.kind.configurationKey)) until past expiresAt", now: clock.now)
-            consumer.ack(delivery)
-            count("expired")
-            log.notice("throttled job would expire before its turn; dropped", metadata: ["limit": .string(refusal.check.kind.configurationKey)])
-            return true
-        }
-        var headers = Self.carriedHeaders(delivery.headers)
-        var throttledCount: Int64 = 1
-        if case .int(let previous) = delivery.headers["x-herald-throttled"] { throttledCount = previous + 1 }
-        headers["x-herald-throttled"] = .int(throttledCount)
-        if case .int(let attempt) = delivery.headers["x-herald-attempt"] { headers["x-herald-attempt"] = .int(attempt) }
-        let parked = AMQPOutgoingMessage(
-            exchange: "", routingKey: topology.throttleQueue(handler.type, delay: delay), body: delivery.body, messageID: delivery.messageID,
-            type: delivery.type, contentType: delivery.contentType, headers: headers)
-        do {
-            try await publisher.publish(parked)
-            consumer.ack(delivery)
-            count("throttled")
-            log.debug(
-                "throttled; parked", metadata: ["limit": .string(refusal.check.kind.configurationKey), "delay": .string(DurationText.format(delay))])
-        } catch {
-            consumer.nack(delivery, requeue: true)
-            log.error("cannot park a throttled job; requeued", metadata: ["error": .string("\(error)")])
-        }
-        return true
-    }
-
-    private func claimDelivery(_ job: Job, destination: String) async throws -> DeliveryClaim {
-        try await ledger.claimDelivery(
-            jobID: job.id, projectID: job.project, type: job.type, destination: destination, owner: settings.instanceID, now: clock.now,
-            reclaimInDoubt: settings.retryUncertain)
-    }
-
-    private func settle(
-        _ delivery: AMQPDelivery, job: Job, attempt: Int, outcome: DeliveryOutcome, logger log: Logger, count: (String) -> Void
-    ) async {
-        var outcome = outcome
-        if case .uncertain(let reason) = outcome, settings.retryUncertain {
-            outcome = .retryable(reason: reason, retryAfter: nil)
-        }
-        switch outcome {
-        case .sent:
-            await record(job, .sent, nil)
-            consumer.ack(delivery)
-            count("sent")
-            Timer(label: "herald_worker_enqueue_to_sent_seconds", dimensions: [("type", handler.type.rawValue)])
-                .record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
-            log.info("sent", metadata: ["attempt": .stringConvertible(attempt)])
-        case .uncertain(let reason):
-            await record(job, .uncertain, reason)
-            consumer.ack(delivery)
-            count("uncertain")
-            log.warning("outcome unknown; not resending", metadata: ["reason": .string(reason)])
-        case .permanent(let reason):
-            await deadLetter(delivery, reason: reason, attempt: attempt)
-            await record(job, .failed, reason)
-            count("failed")
-            log.warning("permanent failure; dead-lettered", metadata: ["reason": .string(reason), "attempt": .stringConvertible(attempt)])
-        case .retryable(let reason, let retryAfter):
-            switch settings.retryPolicy.decide(failures: attempt, retryAfter: retryAfter, now: clock.now, expiresAt: job.expiresAt) {
-            case .retry(let delay):
-                await record(job, .retrying, reason)
-                do {
-                    try await publisher.publish(retryCopy(of: delivery, delay: delay, attempt: attempt))
-                    consumer.ack(delivery)
-                    count("retry")
-                    log.notice(
-                        "retryable failure; retrying later",
-                        metadata: ["reason": .string(reason), "attempt": .stringConvertible(attempt), "delay": .string(DurationText.format(delay))])
-                } catch {
-                    // Could not park it in a delay queue: give it back to the work queue instead.
-                    consumer.nack(delivery, requeue: true)
-                    count("requeued")
-                    log.error("cannot publish the retry; requeued", metadata: ["error": .string("\(error)")])
+        // Only a job the broker redelivered, or one back from a retry or throttle queue, can have an outcome already.
+        let seenBefore = delivery.redelivered || delivery.headers["x-herald-attempt"] != nil || delivery.headers["x-herald-throttled"] != nil
+        let spacing = handler.spacingChecks(for: job)
+        var machine = JobLifecycle(
+            expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: settings.lifecycle)
+        var ticket = ticket
+        // A slot reserved for this job by an earlier check (carried through the throttle queue).
+        var reserved: Int64? = if case .int(let slot) = delivery.headers["x-herald-not-before"] { slot } else { nil }
+        var report: DeliveryReport?
+        var action = machine.start(now: clock.now)
+        while true {
+            switch action {
+            case .readStatus:
+                action = machine.statusRead(try? await ledger.deliveryStatus(jobID: job.id)?.status)
+            case .checkThrottles:
+                let throttle = await self.throttle(job, spacing: spacing, reserved: &reserved, ticket: &ticket)
+                if case .refused(let limit, _) = throttle {
+                    Counter(label: "herald_worker_throttled_total", dimensions: [("type", type), ("limit", limit)]).increment()
                 }
-            case .giveUp(.wouldExpire):
-                await record(job, .expired, "\(reason); the next attempt would be after expiresAt")
-                consumer.ack(delivery)
-                count("expired")
-                log.notice("retryable failure but the code would expire first; dropped", metadata: ["reason": .string(reason)])
-            case .giveUp(.exhausted):
-                let why = "retries exhausted after \(attempt) attempts; last: \(reason)"
-                await deadLetter(delivery, reason: why, attempt: attempt)
-                await record(job, .failed, why)
-                count("failed")
-                log.warning("retries exhausted; dead-lettered", metadata: ["reason": .string(reason)])
+                action = machine.throttleChecked(throttle, now: clock.now)
+            case .hold(let wait):
+                try? await Task.sleep(for: wait)
+                action = machine.held(now: clock.now)
+            case .claim:
+                do {
+                    action = machine.claimed(
+                        try await ledger.claimDelivery(
+                            jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job),
+                            owner: settings.instanceID, now: clock.now, reclaimInDoubt: settings.retryUncertain))
+                } catch {
+                    action = machine.claimFailed("\(error)")
+                }
+            case .deliver:
+                let started = ContinuousClock.now
+                let delivered = await handler.deliver(job, now: clock.now)
+                Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)]).record(duration: ContinuousClock.now - started)
+                report = delivered
+                action = machine.delivered(delivered.outcome, segments: delivered.segments, now: clock.now)
+            case .finish(let finish):
+                if let ticket { pacer?.leave(ticket) }
+                await carryOut(finish, delivery: delivery, job: job, reserved: reserved, logger: log)
+                count(finish.outcome)
+                if finish.outcome == "sent" {
+                    if let segments = report?.segments {
+                        Counter(
+                            label: "herald_sms_segments_total",
+                            dimensions: [("country", handler.region(of: job)), ("encoding", segments.encoding.rawValue)]
+                        ).increment(by: segments.segments)
+                    }
+                    Timer(label: "herald_worker_enqueue_to_sent_seconds", dimensions: [("type", type)])
+                        .record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
+                }
+                return
             }
         }
     }
 
-    private func record(_ job: Job, _ status: DeliveryStatus, _ reason: String?) async {
-        do {
-            try await ledger.recordDelivery(jobID: job.id, status: status, reason: reason, now: clock.now)
-        } catch {
-            logger.error("cannot record the delivery outcome", metadata: ["job.id": .string(job.id.uuidString), "error": .string("\(error)")])
+    /// Per-number spacing, then the provider's turn from the pacer.
+    ///
+    /// Spacing has two parts. The first check reserves the job's slot (`rateReserve` on the number's
+    /// slot key): jobs for one number line up one spacing apart and each waits for exactly its own
+    /// slot, held in memory or parked (the slot travels in `x-herald-not-before`) instead of asking
+    /// again and again. At its slot the job passes the spacing limit itself (`rateDecision` on the
+    /// number's key), which guarantees the gap between actual sends even when an earlier job left late;
+    /// a refusal there is short and held. While a job waits it gives up its place in the provider's
+    /// line (it must not hold up the jobs behind it) and takes a new one when its slot comes.
+    private func throttle(
+        _ job: Job, spacing: [LimitCheck], reserved: inout Int64?, ticket: inout ProviderPacer.Ticket?
+    ) async -> JobLifecycle.Throttle {
+        if spacing.isEmpty == false {
+            func waiting(_ limit: LimitCheck, _ wait: Duration) -> JobLifecycle.Throttle {
+                if let held = ticket {
+                    pacer?.leave(held)
+                    ticket = nil
+                }
+                return .refused(limit: limit.kind.configurationKey, retryAfter: wait)
+            }
+            do {
+                let now = clock.now.microsecondsSince1970
+                if reserved == nil {
+                    var slot = now
+                    for check in spacing {
+                        slot = max(slot, try await ledger.rateReserve(key: check.key + "#slots", parameters: GCRA.Parameters(check.policy), now: now))
+                    }
+                    reserved = slot
+                }
+                if let slot = reserved, slot > now { return waiting(spacing[0], .microseconds(slot - now)) }
+                if let refusal = try await RateLimiter(store: ledger).admit(spacing, now: clock.now) {
+                    return waiting(refusal.check, refusal.retryAfter)
+                }
+            } catch {
+                logger.error("throttle unavailable (store error); sending unthrottled", metadata: ["error": .string("\(error)")])
+            }
         }
+        guard let pacer else { return .allowed }
+        let turn = ticket ?? pacer.ticket()
+        ticket = nil
+        return await pacer.wait(turn, expiresAt: job.expiresAt)
+    }
+
+    /// Records the outcome (when there is one), then settles the delivery as the lifecycle decided.
+    private func carryOut(_ finish: JobLifecycle.Finish, delivery: AMQPDelivery, job: Job, reserved: Int64?, logger log: Logger) async {
+        if let record = finish.record {
+            do {
+                try await ledger.recordDelivery(
+                    jobID: job.id, status: record.status, reason: record.reason, segments: record.segments, now: clock.now)
+            } catch {
+                log.error("cannot record the delivery outcome", metadata: ["error": .string("\(error)")])
+            }
+        }
+        var published = true
+        switch finish.settlement {
+        case .ack:
+            consumer.ack(delivery)
+        case .requeue(let pause):
+            try? await Task.sleep(for: pause)
+            consumer.nack(delivery, requeue: true)
+        case .deadLetter(let reason, let attempt):
+            published = await deadLetter(delivery, reason: reason, attempt: attempt)
+        case .retry(let delay, let attempt):
+            published = await republish(delivery, retryCopy(of: delivery, delay: delay, attempt: attempt))
+        case .park(let delay):
+            published = await republish(delivery, parkedCopy(of: delivery, delay: delay, notBefore: reserved))
+        }
+        var details = finish.note.details.mapValues { Logger.MetadataValue.string($0) }
+        if published == false {
+            let fallback = JobLifecycle.republishFailed(finish.settlement)
+            details["republish"] = .string(fallback.requeue ? "failed; requeued" : "failed; rejected")
+        }
+        log.log(level: finish.note.level.logLevel, "\(finish.note.message)", metadata: details)
+    }
+
+    /// Publishes `copy` (confirmed), then acks the delivery; if the broker does not confirm, the
+    /// delivery goes back to the work queue instead. False when it went back.
+    private func republish(_ delivery: AMQPDelivery, _ copy: AMQPOutgoingMessage) async -> Bool {
+        do {
+            try await publisher.publish(copy)
+            consumer.ack(delivery)
+            return true
+        } catch {
+            consumer.nack(delivery, requeue: true)
+            logger.error("cannot republish the job; requeued", metadata: ["error": .string("\(error)")])
+            return false
+        }
+    }
+
+    /// The job as it goes to the throttle queue: same body and id, counted in `x-herald-throttled`, with
+    /// the spacing slot it reserved (`x-herald-not-before`, µs since 1970).
+    func parkedCopy(of delivery: AMQPDelivery, delay: Duration, notBefore: Int64?) -> AMQPOutgoingMessage {
+        var headers = Self.carriedHeaders(delivery.headers)
+        if let notBefore { headers["x-herald-not-before"] = .int(notBefore) }
+        var throttledCount: Int64 = 1
+        if case .int(let previous) = delivery.headers["x-herald-throttled"] { throttledCount = previous + 1 }
+        headers["x-herald-throttled"] = .int(throttledCount)
+        if case .int(let attempt) = delivery.headers["x-herald-attempt"] { headers["x-herald-attempt"] = .int(attempt) }
+        return AMQPOutgoingMessage(
+            exchange: "", routingKey: topology.throttleQueue(handler.type, delay: delay), body: delivery.body, messageID: delivery.messageID,
+            type: delivery.type, contentType: delivery.contentType, headers: headers)
     }
 
     /// The job as it goes to the delay queue: same body and id, attempt counter raised; the delay
@@ -407,7 +403,9 @@ public final class WorkerService: Service {
 
     /// Publishes the delivery to `<queue>.dead` with the reason, then acks it; if the dead-letter
     /// publish fails the delivery is rejected so the broker dead-letters it itself (reason `rejected`).
-    func deadLetter(_ delivery: AMQPDelivery, reason: String, attempt: Int) async {
+    /// False in that case.
+    @discardableResult
+    func deadLetter(_ delivery: AMQPDelivery, reason: String, attempt: Int) async -> Bool {
         var headers = Self.carriedHeaders(delivery.headers)
         headers["x-herald-reason"] = .string(reason)
         headers["x-herald-attempt"] = .int(Int64(attempt))
@@ -418,14 +416,28 @@ public final class WorkerService: Service {
         do {
             try await publisher.publish(message)
             consumer.ack(delivery)
+            return true
         } catch {
             logger.error("cannot publish to the dead-letter queue; rejecting", metadata: ["error": .string("\(error)")])
             consumer.nack(delivery, requeue: false)
+            return false
         }
     }
 
     /// Headers a job keeps when republished (not the broker's own `x-death` bookkeeping).
     static func carriedHeaders(_ headers: [String: AMQPHeaderValue]) -> [String: AMQPHeaderValue] {
         headers.filter { Job.carriedHeaders.contains($0.key) }
+    }
+}
+
+extension JobLifecycle.Note.Level {
+    var logLevel: Logger.Level {
+        switch self {
+        case .debug: .debug
+        case .info: .info
+        case .notice: .notice
+        case .warning: .warning
+        case .error: .error
+        }
     }
 }

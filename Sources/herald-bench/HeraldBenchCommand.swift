@@ -32,6 +32,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Of those, mails submitted over SMTP (per concurrency level).") var emailSubmissions = 800
     @Option(help: "Stores for the spine and limits suites: sqlite, postgres or both (side by side, plus two herald-api on PostgreSQL).")
     var store = "both"
+    @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
 
     /// The stack variants the spine suite measures, in print order.
     var variants: [(label: String, store: TestStore, apis: Int)] {
@@ -71,6 +72,15 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 await stack.stop()
             }
             summary.print()
+        }
+        if suite == "all" || suite == "worker" {
+            for variant in variants where variant.apis == 1 {
+                try await workerDrain(variant.store, label: variant.label)
+            }
+        }
+        if suite == "all" || suite == "throttle" {
+            try await throttling(rate: "10/1s burst 1", jobs: 200, spacing: "0s")
+            try await throttling(rate: "1000000/1s", jobs: 200, spacing: "3s", numbers: 50)
         }
         if suite == "all" || suite == "push" {
             try await pushThroughput()
@@ -193,6 +203,116 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         return (Double(ok) / seconds, cpu)
     }
 
+    /// (e) `backlog` jobs queued through the API while no worker runs; then one herald-sms-worker
+    /// drains them against a gateway that answers at once: jobs/s and the worker's CPU per job.
+    func workerDrain(_ kind: TestStore, label: String) async throws {
+        let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false)
+        do {
+            let queued = Locked(0)
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<64 {
+                    group.addTask {
+                        while true {
+                            let index = queued.withLock { count -> Int? in
+                                guard count < backlog else { return nil }
+                                count += 1
+                                return count
+                            }
+                            guard let index else { return }
+                            let answer = try await stack.client.post(
+                                "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
+                                json: ["phoneNumber": BenchStack.phone(20_000_000 + worker * 100_000 + index)])
+                            guard answer.status == 200 else { throw TestFailure("queueing the backlog: HTTP \(answer.status)") }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            print(String(format: "(e) [%@] backlog of %d queued in %.1f s", label, backlog, (ContinuousClock.now - started).seconds))
+            let worker = try stack.startWorker()
+            let drainStart = ContinuousClock.now
+            guard await eventually(timeout: .seconds(600), { stack.gateway.received.count >= backlog }) else {
+                throw TestFailure("the worker did not drain the backlog: \(stack.gateway.received.count) of \(backlog)")
+            }
+            let seconds = (ContinuousClock.now - drainStart).seconds
+            let cpu = cpuSeconds(worker.pid)
+            print(
+                String(
+                    format: "(e) [%@] one herald-sms-worker drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@",
+                    label, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid)))
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    /// (t) Throttling: `jobs` queued one after another while no worker runs, then one worker sends them
+    /// under the provider rate `rate`, to `numbers` numbers in turn (fewer numbers than jobs: several
+    /// jobs per number, kept `spacing` apart). Prints republishes to throttle queues per throttled job
+    /// and, for jobs to distinct numbers, how many left after a job queued later.
+    func throttling(rate: String, jobs: Int, spacing: String, numbers: Int? = nil) async throws {
+        let stack = try await BenchStack.start(
+            limits: Self.noLimits, worker: false,
+            configure: {
+                $0.providerRate = rate
+                $0.perNumberSpacing = spacing
+            })
+        do {
+            var order: [String] = []
+            for index in 0..<jobs {
+                let phone = BenchStack.phone(30_000_000 + index % (numbers ?? jobs))
+                let answer = try await stack.client.post(
+                    "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": phone])
+                guard answer.status == 200 else { throw TestFailure("queueing: HTTP \(answer.status)") }
+                order.append(phone)
+            }
+            let started = ContinuousClock.now
+            _ = try stack.startWorker()
+            guard await eventually(timeout: .seconds(300), { stack.gateway.received.count >= jobs }) else {
+                throw TestFailure("throttled jobs did not all arrive: \(stack.gateway.received.count) of \(jobs)")
+            }
+            let seconds = (ContinuousClock.now - started).seconds
+            let metrics = try await HeraldClient(port: stack.settings.metricsPort).get("/metrics")
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            func counter(_ name: String, _ label: String) -> Double {
+                text.split(separator: "\n").filter { $0.hasPrefix(name + "{") && $0.contains(label) }
+                    .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            }
+            let parked = counter("herald_worker_jobs_total", #"outcome="throttled""#)
+            // Jobs that had to wait: with spacing, every job after the first to its number; with the
+            // provider rate alone, every job beyond the burst.
+            let throttled = numbers.map { jobs - $0 } ?? jobs - 1
+            var line = String(
+                format:
+                    "(t) rate %@, spacing %@, %d jobs to %d numbers: sent in %.1f s; %.0f republished to throttle queues = %.2f per throttled job",
+                rate, spacing, jobs, numbers ?? jobs, seconds, parked, parked / Double(max(1, throttled)))
+            if numbers == nil {
+                let rank = Dictionary(order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+                var highest = -1
+                var overtaken = 0
+                for index in stack.gateway.received.compactMap({ $0.to.flatMap { rank[$0] } }) {
+                    if index < highest { overtaken += 1 }
+                    highest = max(highest, index)
+                }
+                line += "; \(overtaken) of \(jobs) left after a job queued later"
+            } else {
+                let byNumber = Dictionary(grouping: stack.gateway.received, by: { $0.to ?? "" })
+                let gaps = byNumber.values.flatMap { received -> [Double] in
+                    let times = received.map(\.arrivedAt.timeIntervalSince1970).sorted()
+                    return zip(times, times.dropFirst()).map { $1 - $0 }
+                }
+                line += String(format: "; closest two SMS to one number: %.2f s apart", gaps.min() ?? .nan)
+            }
+            print(line)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
     /// User + system CPU seconds a process has used (/proc/<pid>/stat, clock ticks of 1/100 s).
     func cpuSeconds(_ pid: Int32) -> Double {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = text.lastIndex(of: ")") else { return 0 }
@@ -303,7 +423,9 @@ struct BenchStack: Sendable {
     let settings: TestConfiguration
     let gateway: FakeSMSGateway
     let apis: [HeraldProcess]
-    let worker: HeraldProcess
+    let workers: Locked<[HeraldProcess]>
+    var worker: HeraldProcess { workers.withLock { $0[0] } }
+    let configPath: String
     let clients: [HeraldClient]
     var client: HeraldClient { clients[0] }
     /// Gateway arrivals by destination, with monotonic timestamps.
@@ -322,7 +444,10 @@ struct BenchStack: Sendable {
         return "+1555\(exchange)"
     }
 
-    static func start(limits: String, store: TestStore = .sqlite, apis count: Int = 1) async throws -> BenchStack {
+    static func start(
+        limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true,
+        configure: (inout TestConfiguration) -> Void = { _ in }
+    ) async throws -> BenchStack {
         let gateway = try await FakeSMSGateway.start()
         var settings = TestConfiguration()
         settings.storeURL = try store.freshURL()
@@ -335,6 +460,7 @@ struct BenchStack: Sendable {
         settings.codeTTL = "10m"
         settings.limits = limits
         settings.providerRate = "1000000/1s"
+        configure(&settings)
         let path = try settings.write()
         var apis: [HeraldProcess] = []
         var clients: [HeraldClient] = []
@@ -346,14 +472,19 @@ struct BenchStack: Sendable {
                     environment: ["HERALD_HTTP_PORT": String(port), "HERALD_HTTP_METRICS_PORT": String(freePort())]))
             clients.append(HeraldClient(port: port))
         }
-        let worker = try HeraldProcess("herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir)
+        let workers = Locked([HeraldProcess]())
+        if startsWorker {
+            let worker = try HeraldProcess("herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir)
+            workers.withLock { $0.append(worker) }
+        }
         for (api, client) in zip(apis, clients) {
             guard await eventually(timeout: .seconds(30), { (try? await client.get("/readyz"))?.status == 200 }) else {
                 throw TestFailure("herald-api did not start:\n\(api.output.suffix(2000))")
             }
         }
         try await Task.sleep(for: .seconds(1))
-        return BenchStack(settings: settings, gateway: gateway, apis: apis, worker: worker, clients: clients, arrivals: ArrivalClock())
+        return BenchStack(
+            settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, clients: clients, arrivals: ArrivalClock())
     }
 
     func arrivalInstants() -> [String: ContinuousClock.Instant] {
@@ -364,8 +495,15 @@ struct BenchStack: Sendable {
         return result
     }
 
+    /// Starts a herald-sms-worker (the first, when the stack started without one).
+    func startWorker() throws -> HeraldProcess {
+        let worker = try HeraldProcess("herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir)
+        workers.withLock { $0.append(worker) }
+        return worker
+    }
+
     func stop() async {
-        await worker.terminate()
+        for worker in workers.withLock({ $0 }) { await worker.terminate() }
         for api in apis { await api.terminate() }
         await gateway.stop()
         if let url = settings.storeURL { await TestStore.dropSchema(of: url) }

@@ -26,6 +26,27 @@ struct RateLimitStoreTests {
         }
     }
 
+    @Test("reservations book consecutive slots one spacing apart, also when two processes reserve at once", arguments: StoreKind.allCases)
+    func reservations(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            let parameters = GCRA.Parameters(RatePolicy(limit: 1, period: .seconds(3), burst: 1))
+            let now: Int64 = 1_800_000_000_000_000
+            let slots = try await withThrowingTaskGroup(of: Int64.self) { group in
+                for index in 0..<20 {
+                    let store = index.isMultiple(of: 2) ? first : second
+                    group.addTask { try await store.rateReserve(key: "spacing:p:+15555550100|1/3s", parameters: parameters, now: now) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            // The first goes now, each next one 3 s later: no two share a slot.
+            #expect(slots.sorted() == (0..<20).map { now + Int64($0) * 3_000_000 })
+            // A reservation is a booking: a plain decision now is refused until the booked slots pass.
+            #expect(try await first.rateDecision(key: "spacing:p:+15555550100|1/3s", parameters: parameters, now: now).allowed == false)
+            await fixture.tearDown(second)
+        }
+    }
+
     @Test("concurrent decisions from two processes never allow more than the policy", arguments: StoreKind.allCases)
     func concurrentAcrossConnections(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { fixture, first in

@@ -285,6 +285,7 @@ extension HeraldConfiguration {
                     "throttleDelays", default: [.milliseconds(250), .seconds(1), .seconds(5), .seconds(30)],
                     in: .milliseconds(50) ... .seconds(86_400)
                 ).sorted(),
+                throttleHold: try section.duration("throttleHold", default: .seconds(5), in: .zero ... .seconds(60)),
                 metricsPort: try section.int("metricsPort", default: port, in: 0...65535),
                 shutdownGrace: try section.duration("shutdownGrace", default: .seconds(25), in: .seconds(1) ... .seconds(600)),
                 retryUncertain: try section.bool("retryUncertain", default: false))

@@ -376,8 +376,11 @@ public struct HeraldConfiguration: Sendable {
         public var concurrency: Int
         /// Delay queues, shortest first; one retry per entry.
         public var retryDelays: [Duration]
-        /// Delay queues for throttled jobs (provider rate, per-number spacing), shortest first.
+        /// Delay queues for throttled jobs (per-number spacing waits longer than `throttleHold`), shortest first.
         public var throttleDelays: [Duration]
+        /// Throttle waits up to this long are held in memory (no republish, order kept); longer ones park
+        /// the job in a throttle queue. Provider-rate waits are always held (in arrival order).
+        public var throttleHold: Duration
         /// Port of `/healthz`, `/readyz`, `/metrics` (0 = any free port).
         public var metricsPort: Int
         /// On SIGTERM, how long in-flight jobs may take before they are handed back to the broker.

@@ -16,6 +16,17 @@ public enum GCRA {
         /// τ: how far ahead of the steady state a burst may run.
         public let tolerance: Int64
 
+        /// The parameters for `cost` events at once (a lease of several sends): spacing times `cost`,
+        /// the same tolerance; the store's statement then spends them in one decision.
+        public func forCost(_ cost: Int64) -> Parameters {
+            Parameters(interval: interval * max(1, cost), tolerance: tolerance)
+        }
+
+        init(interval: Int64, tolerance: Int64) {
+            self.interval = interval
+            self.tolerance = tolerance
+        }
+
         public init(_ policy: RatePolicy) {
             let period = policy.period.microseconds
             interval = max(1, period / Int64(policy.limit))
@@ -52,6 +63,13 @@ public enum GCRA {
             return Decision(allowed: true, tat: next, retryAfter: 0)
         }
         return Decision(allowed: false, tat: tat ?? now, retryAfter: next - parameters.tolerance - now)
+    }
+
+    /// A reservation at `now`: the TAT to store (always advanced) and the earliest instant the event
+    /// conforms, which may be in the future.
+    public static func reserve(tat: Int64?, now: Int64, parameters: Parameters) -> (tat: Int64, slot: Int64) {
+        let next = max(tat ?? now, now) + parameters.interval
+        return (next, max(now, next - parameters.tolerance))
     }
 
     /// The TAT after giving back one allowed event (when a later check refused the request).

@@ -223,12 +223,18 @@ public protocol DeliveryLedger: Sendable {
     func claimDelivery(
         jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
     ) async throws -> DeliveryClaim
-    /// Records where the job ended up (or that it waits for a retry), with a reason for operators.
-    func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws
-    /// Records how a sent SMS was encoded.
-    func recordSegments(jobID: UUID, segments: SMSSegments) async throws
+    /// Records where the job ended up (or that it waits for a retry), with a reason for operators and,
+    /// for a sent SMS, how it was encoded (nil keeps what is recorded).
+    func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date) async throws
     /// The current status and reason of a job, if known.
     func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)?
+}
+
+extension DeliveryLedger {
+    /// Records an outcome that carries no segments.
+    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws {
+        try await recordDelivery(jobID: jobID, status: status, reason: reason, segments: nil, now: now)
+    }
 }
 
 /// Everything the API and workers keep in the shared store.
@@ -244,6 +250,10 @@ public protocol RateLimitStore: Sendable {
     /// events already spent are given back before the transaction commits. Returns the index of the
     /// refusing entry and its decision, or nil when all allowed.
     func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (index: Int, decision: GCRA.Decision)?
+    /// Reserves the next slot under `key` even when it lies in the future, in one atomic statement:
+    /// the TAT always advances, and the answer is the instant (µs) the event may happen. A worker waits
+    /// for its reserved slot instead of asking again and again (per-number spacing).
+    func rateReserve(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> Int64
     /// Gives back one event spent under `key` (a later check refused the request, or publishing failed).
     func rateRefund(key: String, parameters: GCRA.Parameters, now: Int64) async throws
     /// Stored keys of `kind` for `subject` (in `project`, or every project), with their TATs.

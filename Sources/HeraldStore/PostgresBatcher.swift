@@ -3,16 +3,19 @@ import HeraldCore
 import Metrics
 import Synchronization
 
-/// Group commit for PostgreSQL's send path: admissions and post-confirm invalidations that arrive
-/// while a batch is in flight wait, then go together as one `herald_send_batch_v1` call (one
-/// transaction, one round trip). Each caller is answered with its own row once the batch committed.
+/// Group commit for PostgreSQL's hot paths: send admissions, post-confirm invalidations, and the
+/// worker's claims and outcomes that arrive while a batch is in flight wait, then go together as one
+/// `herald_batch_v1` call (one transaction, one round trip). Each caller is answered with its own row
+/// once the batch committed.
 ///
 /// One batch in flight per process: every send locks the same few rows (project, country, client IP
 /// limits) until commit, so two batches of one process could only queue behind each other.
-final class PostgresSendBatcher: Sendable {
+final class PostgresBatcher: Sendable {
     enum Operation: Sendable {
         case admit(SendAdmission)
         case invalidate(projectID: String, phoneNumber: String, keeping: String, at: Date)
+        case claim(jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool)
+        case record(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date)
     }
 
     /// One row of the batch's answer.
@@ -63,8 +66,7 @@ final class PostgresSendBatcher: Sendable {
             do {
                 let rows = try await backend.statement(
                     """
-                    SELECT idx, verdict, refused_index, refused_tat, retry_after, block_until, block_reason, block_created, failure
-                    FROM herald_send_batch_v1(?::jsonb)
+                    SELECT idx, verdict, n1, n2, n3, n4, n5, note, failure FROM herald_batch_v1(?::jsonb)
                     """, [.text(Self.body(batch.map(\.operation)))])
                 var answers = [Answer?](repeating: nil, count: batch.count)
                 for row in rows {
@@ -74,7 +76,7 @@ final class PostgresSendBatcher: Sendable {
                     if let answer {
                         waiting.continuation.resume(returning: answer)
                     } else {
-                        waiting.continuation.resume(throwing: StoreError(.failed, "herald_send_batch_v1 left an operation unanswered"))
+                        waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v1 left an operation unanswered"))
                     }
                 }
             } catch {
@@ -89,6 +91,18 @@ final class PostgresSendBatcher: Sendable {
         writer.list(
             operations.map { operation -> JSONWriter.Value in
                 switch operation {
+                case .claim(let jobID, let project, let type, let destination, let owner, let now, let reclaim):
+                    return .fields([
+                        ("op", .string("claim")), ("jobId", .string(jobID.uuidString.lowercased())), ("project", .string(project)),
+                        ("type", .string(type.rawValue)), ("to", .string(destination)), ("owner", .string(owner)),
+                        ("nowMs", .integer(now.millisecondsSince1970)), ("reclaim", .string(reclaim ? "true" : "false")),
+                    ])
+                case .record(let jobID, let status, let reason, let segments, let now):
+                    return .fields([
+                        ("op", .string("record")), ("jobId", .string(jobID.uuidString.lowercased())), ("status", .string(status.rawValue)),
+                        ("reason", reason.map { .string($0) }), ("segments", segments.map { .integer(Int64($0.segments)) }),
+                        ("encoding", segments.map { .string($0.encoding.rawValue) }), ("nowMs", .integer(now.millisecondsSince1970)),
+                    ])
                 case .invalidate(let project, let phone, let keeping, let date):
                     return .fields([
                         ("op", .string("invalidate")), ("project", .string(project)), ("phone", .string(phone)), ("keep", .string(keeping)),
