@@ -30,10 +30,8 @@ final class ConnectionDriver {
     /// The last error per endpoint, so a node that stays down is logged once, not every round.
     var lastConnectError: [Int: String] = [:]
 
-    // Publisher state: sequence numbers of unconfirmed publishes (per connection incarnation).
-    var nextSequence: UInt64 = 1
-    var unconfirmed: [UInt64: AMQPConnection.PendingPublish] = [:]
-    var returnedMessageIDs: Set<String> = []
+    /// Publisher state: which publishes wait for a confirm (per connection incarnation).
+    var confirms = ConfirmTracker<AMQPConnection.PendingPublish>()
 
     // Consumer state. Once cancelled, a reconnect does not consume again.
     var consuming = false
@@ -83,7 +81,7 @@ final class ConnectionDriver {
         if state != nil {
             let heartbeat = owner.options.heartbeat
             if heartbeat > .zero { timeout = min(timeout, heartbeat / 2) }
-            if let earliest = unconfirmed.values.map(\.deadline).min() {
+            if let earliest = confirms.earliestDeadline {
                 timeout = min(timeout, max(.zero, earliest - ContinuousClock.now))
             }
         } else {
@@ -139,7 +137,8 @@ final class ConnectionDriver {
                 // A new connection is a new confirm sequence: confirms of the old one died with it.
                 amqp_confirm_select(state, Self.mainChannel)
                 try checkReply(state, "confirm.select")
-                nextSequence = 1
+                // A new channel counts confirms from 1; nothing of the old one can be pending here.
+                resume(confirms.connectionLost("reconnected"))
             case .consumer(let queue, let prefetch) where consumerCancelled == false:
                 amqp_basic_qos(state, Self.mainChannel, 0, UInt16(clamping: prefetch), 0)
                 try checkReply(state, "basic.qos")
@@ -303,10 +302,23 @@ final class ConnectionDriver {
     }
 
     func failUnconfirmed(_ error: AMQPError) {
-        let pending = unconfirmed
-        unconfirmed = [:]
-        returnedMessageIDs = []
-        for (_, publish) in pending { publish.continuation.resume(throwing: error) }
+        for (publish, _) in confirms.connectionLost(error.detail) { publish.continuation.resume(throwing: error) }
+    }
+
+    /// Answers the publishers the tracker settled.
+    func resume(_ settled: [(AMQPConnection.PendingPublish, ConfirmTracker<AMQPConnection.PendingPublish>.Outcome)]) {
+        for (publish, outcome) in settled {
+            switch outcome {
+            case .confirmed: publish.continuation.resume()
+            case .nacked: publish.continuation.resume(throwing: AMQPError(.nacked, "the broker refused the message"))
+            case .unroutable:
+                publish.continuation.resume(
+                    throwing: AMQPError(
+                        .unroutable, "no queue is bound to '\(publish.message.exchange)' for routing key '\(publish.message.routingKey)'"))
+            case .timedOut: publish.continuation.resume(throwing: AMQPError(.confirmTimeout, "no confirm within the publish timeout"))
+            case .lost(let reason): publish.continuation.resume(throwing: AMQPError(.connectionLost, reason))
+            }
+        }
     }
 
     static func refuse(_ command: AMQPConnection.Command, _ error: AMQPError) {
@@ -414,17 +426,12 @@ final class ConnectionDriver {
             markBroken(reason)
             return
         }
-        unconfirmed[nextSequence] = publish
-        nextSequence += 1
+        confirms.published(messageID: message.messageID, deadline: publish.deadline, waiter: publish)
     }
 
     func expirePublishes() {
-        guard unconfirmed.isEmpty == false else { return }
-        let now = ContinuousClock.now
-        for (sequence, publish) in unconfirmed where publish.deadline <= now {
-            unconfirmed[sequence] = nil
-            publish.continuation.resume(throwing: AMQPError(.confirmTimeout, "no confirm within the publish timeout"))
-        }
+        guard confirms.count > 0 else { return }
+        resume(confirms.expired(now: ContinuousClock.now))
     }
 
     // MARK: frames
@@ -452,10 +459,10 @@ final class ConnectionDriver {
         switch method.id {
         case AMQP_BASIC_ACK_METHOD:
             let ack = method.decoded.assumingMemoryBound(to: amqp_basic_ack_t.self).pointee
-            settleConfirms(upTo: ack.delivery_tag, multiple: ack.multiple != 0, nacked: false)
+            resume(confirms.acked(ack.delivery_tag, multiple: ack.multiple != 0))
         case AMQP_BASIC_NACK_METHOD:
             let nack = method.decoded.assumingMemoryBound(to: amqp_basic_nack_t.self).pointee
-            settleConfirms(upTo: nack.delivery_tag, multiple: nack.multiple != 0, nacked: true)
+            resume(confirms.nacked(nack.delivery_tag, multiple: nack.multiple != 0))
         case AMQP_BASIC_RETURN_METHOD:
             var message = amqp_message_t()
             let reply = amqp_read_message(state, channel, &message, 0)
@@ -464,7 +471,7 @@ final class ConnectionDriver {
                 return
             }
             if message.properties._flags & amqp_flags_t(AMQP_BASIC_MESSAGE_ID_FLAG) != 0 {
-                returnedMessageIDs.insert(message.properties.message_id.string)
+                confirms.returned(messageID: message.properties.message_id.string)
             }
             amqp_destroy_message(&message)
         case AMQP_BASIC_DELIVER_METHOD:
@@ -521,23 +528,6 @@ final class ConnectionDriver {
         return AMQPDelivery(
             message: message, deliveryTag: tag, generation: generation, redelivered: redelivered, exchange: exchange,
             routingKey: routingKey)
-    }
-
-    func settleConfirms(upTo tag: UInt64, multiple: Bool, nacked: Bool) {
-        let tags = multiple ? unconfirmed.keys.filter { $0 <= tag } : [tag]
-        for sequence in tags {
-            guard let publish = unconfirmed.removeValue(forKey: sequence) else { continue }
-            let messageID = publish.message.messageID
-            if nacked {
-                publish.continuation.resume(throwing: AMQPError(.nacked, "the broker refused the message"))
-            } else if let messageID, returnedMessageIDs.remove(messageID) != nil {
-                publish.continuation.resume(
-                    throwing: AMQPError(
-                        .unroutable, "no queue is bound to '\(publish.message.exchange)' for routing key '\(publish.message.routingKey)'"))
-            } else {
-                publish.continuation.resume()
-            }
-        }
     }
 }
 
