@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh --test   # the email run uses aiosmtpd from the project venv
+scripts/setup.sh --bench  # wrk and perf; the email run uses aiosmtpd from the project venv
 scripts/broker.sh start
 # The spine and limits suites run on SQLite and on PostgreSQL side by side.
 scripts/postgres.sh start

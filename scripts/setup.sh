@@ -2,12 +2,14 @@
 # Installs what Herald needs on Debian and is missing; does nothing when all is present.
 #   scripts/setup.sh          system packages for building and running
 #   scripts/setup.sh --test   plus what the test suite needs
+#   scripts/setup.sh --bench  plus what the test suite and `make bench` need (wrk drives the load, perf profiles)
 set -euo pipefail
 
 packages=(rabbitmq-server librabbitmq-dev libcurl4-openssl-dev libsqlite3-dev pkg-config curl python3)
 # The suite runs every store test and the main end-to-end tests against PostgreSQL 15 too (scripts/postgres.sh),
 # and one test on three network namespaces (iproute2's ip netns; needs root, as CI has).
-if [ "${1:-}" = "--test" ]; then packages+=(postgresql-15 postgresql-client-15 iproute2); fi
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then packages+=(postgresql-15 postgresql-client-15 iproute2); fi
+if [ "${1:-}" = "--bench" ]; then packages+=(wrk linux-perf); fi
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
@@ -33,7 +35,7 @@ fi
 
 # The test suite's real SMTP server (aiosmtpd) and the firebase-admin SDK it checks compatibility with,
 # from PyPI into a project-local virtualenv (.herald/venv), so nothing is installed system-wide.
-if [ "${1:-}" = "--test" ]; then
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   VENV=.herald/venv
   if ! "$VENV/bin/python" -c 'import aiosmtpd, firebase_admin' 2> /dev/null; then
     if ! python3 -m venv --help > /dev/null 2>&1; then

@@ -23,7 +23,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Requests per second for the latency run.") var rate = 500
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
     @Option(
-        help: "What to measure: spine (broker, API, worker), limits (limiter and its cost), push (APNs channel), email (rendering, SMTP), or all.")
+        help:
+            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), worker (draining a backlog), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
+    )
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
     @Option(parsing: .upToNextOption, help: "Streams in flight for the multiplexed APNs runs.") var pushStreams: [Int] = [64]
@@ -33,6 +35,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Stores for the spine and limits suites: sqlite, postgres or both (side by side, plus two herald-api on PostgreSQL).")
     var store = "both"
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
+    @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
 
     /// The stack variants the spine suite measures, in print order.
     var variants: [(label: String, store: TestStore, apis: Int)] {
@@ -52,14 +55,17 @@ struct HeraldBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         print("herald-bench on \(ProcessInfo.processInfo.activeProcessorCount) cores; broker \(TestBroker.endpoint.redacted)")
-        if suite == "all" || suite == "spine" {
+        if suite == "all" || suite == "performance" {
+            try await performance()
+        }
+        if suite == "spine" {
             try await rawPublish()
             let summary = Summary()
             for variant in variants {
                 print("— store: \(variant.label)")
                 let stack = try await BenchStack.start(limits: Self.noLimits, store: variant.store, apis: variant.apis)
                 do {
-                    let (perSecond, cpu) = try await throughput(stack)
+                    let (_, perSecond, cpu) = try await throughput(stack)
                     let answer = try await latency(stack, label: "(c)")
                     print(
                         "(d) memory after the runs: herald-api RSS \(stack.apis.map { rss($0.pid) }.joined(separator: ", ")) (peak \(stack.apis.map { peak($0.pid) }.joined(separator: ", "))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))"
@@ -73,14 +79,14 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
             summary.print()
         }
-        if suite == "all" || suite == "worker" {
+        if suite == "worker" {
             for variant in variants where variant.apis == 1 {
-                try await workerDrain(variant.store, label: variant.label)
+                _ = try await workerDrain(variant.store, label: variant.label)
             }
         }
-        if suite == "all" || suite == "throttle" {
-            try await throttling(rate: "10/1s burst 1", jobs: 200, spacing: "0s")
-            try await throttling(rate: "1000000/1s", jobs: 200, spacing: "3s", numbers: 50)
+        if suite == "throttle" {
+            _ = try await throttling(rate: "10/1s burst 1", jobs: 200, spacing: "0s")
+            _ = try await throttling(rate: "1000000/1s", jobs: 200, spacing: "3s", numbers: 50)
         }
         if suite == "all" || suite == "push" {
             try await pushThroughput()
@@ -88,10 +94,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         if suite == "all" || suite == "email" {
             try await emailThroughput()
         }
-        if suite == "all" || suite == "limits" {
+        if suite == "limits" {
             for variant in variants where variant.apis == 1 {
                 try await limiterDecisions(variant.store)
-                var answerTimes: [String: (p50: Double, p99: Double)] = [:]
+                var answerTimes: [String: (p50: Double, p99: Double, endToEndP99: Double)] = [:]
                 for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", Self.measuredLimits)] {
                     let stack = try await BenchStack.start(limits: limits, store: variant.store)
                     do {
@@ -183,7 +189,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
 
     /// (b) sendVerificationCode answered per second with 64 requests always in flight (spread over the
     /// stack's APIs), and herald-api's CPU time (user + system, from /proc) per accepted send.
-    func throughput(_ stack: BenchStack) async throws -> (perSecond: Double, apiCPU: Double) {
+    func throughput(_ stack: BenchStack) async throws -> (accepted: Int, perSecond: Double, apiCPU: Double) {
         let cpuBefore = stack.apis.map { cpuSeconds($0.pid) }.reduce(0, +)
         let (ok, failed, seconds) = try await closedLoop { worker, index in
             try await stack.clients[worker % stack.clients.count].post(
@@ -200,12 +206,13 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         // Let the worker drain before the latency run.
         _ = await eventually(timeout: .seconds(120)) { stack.gateway.received.count >= ok }
         print("    worker drained: gateway received \(stack.gateway.received.count) SMS")
-        return (Double(ok) / seconds, cpu)
+        return (ok, Double(ok) / seconds, cpu)
     }
 
     /// (e) `backlog` jobs queued through the API while no worker runs; then one herald-sms-worker
     /// drains them against a gateway that answers at once: jobs/s and the worker's CPU per job.
-    func workerDrain(_ kind: TestStore, label: String) async throws {
+    @discardableResult
+    func workerDrain(_ kind: TestStore, label: String) async throws -> (perSecond: Double, cpuPerJob: Double, peakMiB: Double) {
         let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false)
         do {
             let queued = Locked(0)
@@ -237,22 +244,27 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
             let seconds = (ContinuousClock.now - drainStart).seconds
             let cpu = cpuSeconds(worker.pid)
+            let result = (Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, Self.mebibytes(peak(worker.pid)))
             print(
                 String(
-                    format: "(e) [%@] one herald-sms-worker drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@",
-                    label, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid)))
+                    format:
+                        "(e) [%@] one herald-sms-worker drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@ (now: anonymous %@, mapped files %@)",
+                    label, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid),
+                    statusField(worker.pid, "RssAnon"), statusField(worker.pid, "RssFile")))
+            await stack.stop()
+            return result
         } catch {
             await stack.stop()
             throw error
         }
-        await stack.stop()
     }
 
     /// (t) Throttling: `jobs` queued one after another while no worker runs, then one worker sends them
     /// under the provider rate `rate`, to `numbers` numbers in turn (fewer numbers than jobs: several
     /// jobs per number, kept `spacing` apart). Prints republishes to throttle queues per throttled job
     /// and, for jobs to distinct numbers, how many left after a job queued later.
-    func throttling(rate: String, jobs: Int, spacing: String, numbers: Int? = nil) async throws {
+    @discardableResult
+    func throttling(rate: String, jobs: Int, spacing: String, numbers: Int? = nil) async throws -> (perThrottledJob: Double, overtaken: Int?) {
         let stack = try await BenchStack.start(
             limits: Self.noLimits, worker: false,
             configure: {
@@ -284,6 +296,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             // Jobs that had to wait: with spacing, every job after the first to its number; with the
             // provider rate alone, every job beyond the burst.
             let throttled = numbers.map { jobs - $0 } ?? jobs - 1
+            var overtakenCount: Int?
             var line = String(
                 format:
                     "(t) rate %@, spacing %@, %d jobs to %d numbers: sent in %.1f s; %.0f republished to throttle queues = %.2f per throttled job",
@@ -297,6 +310,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     highest = max(highest, index)
                 }
                 line += "; \(overtaken) of \(jobs) left after a job queued later"
+                overtakenCount = overtaken
             } else {
                 let byNumber = Dictionary(grouping: stack.gateway.received, by: { $0.to ?? "" })
                 let gaps = byNumber.values.flatMap { received -> [Double] in
@@ -306,11 +320,12 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 line += String(format: "; closest two SMS to one number: %.2f s apart", gaps.min() ?? .nan)
             }
             print(line)
+            await stack.stop()
+            return (parked / Double(max(1, throttled)), overtakenCount)
         } catch {
             await stack.stop()
             throw error
         }
-        await stack.stop()
     }
 
     /// User + system CPU seconds a process has used (/proc/<pid>/stat, clock ticks of 1/100 s).
@@ -350,7 +365,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
 
     /// (c) Open-loop load at a fixed rate: time from the request to the gateway's receipt, and to the
     /// API's answer (returned as p50/p99 in ms).
-    func latency(_ stack: BenchStack, label: String) async throws -> (p50: Double, p99: Double) {
+    func latency(_ stack: BenchStack, label: String) async throws -> (p50: Double, p99: Double, endToEndP99: Double) {
         let total = rate * latencySeconds
         let base = 50_000_000
         let answered = Locked([String: (requested: ContinuousClock.Instant, confirmed: ContinuousClock.Instant)]())
@@ -402,7 +417,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             String(
                 format: "    request → API answer (after the broker's confirm): p50 %.1f ms, p99 %.1f ms",
                 percentile(answerTimes, 0.5), percentile(answerTimes, 0.99)))
-        return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99))
+        return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99), percentile(endToEnd, 0.99))
     }
 
     func rss(_ pid: Int32) -> String { statusField(pid, "VmRSS") }
@@ -427,6 +442,7 @@ struct BenchStack: Sendable {
     var worker: HeraldProcess { workers.withLock { $0[0] } }
     let configPath: String
     let clients: [HeraldClient]
+    let apiPorts: [Int]
     var client: HeraldClient { clients[0] }
     /// Gateway arrivals by destination, with monotonic timestamps.
     let arrivals: ArrivalClock
@@ -437,6 +453,10 @@ struct BenchStack: Sendable {
             wallToMonotonic.1 + .milliseconds(Int64(date.timeIntervalSince(wallToMonotonic.0) * 1000))
         }
     }
+
+    /// Workers run with deploy/config/herald-worker.yaml's pool: claims and outcomes travel in batches,
+    /// so a few connections suffice, and each idle one costs memory.
+    static let workerEnvironment = ["HERALD_STORE_POOL_SIZE": "4"]
 
     static func phone(_ index: Int) -> String {
         // +1 555 2xx xxxx … +1 555 9xx xxxx: valid NANP, distinct per index.
@@ -474,7 +494,8 @@ struct BenchStack: Sendable {
         }
         let workers = Locked([HeraldProcess]())
         if startsWorker {
-            let worker = try HeraldProcess("herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir)
+            let worker = try HeraldProcess(
+                "herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir, environment: Self.workerEnvironment)
             workers.withLock { $0.append(worker) }
         }
         for (api, client) in zip(apis, clients) {
@@ -484,7 +505,8 @@ struct BenchStack: Sendable {
         }
         try await Task.sleep(for: .seconds(1))
         return BenchStack(
-            settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, clients: clients, arrivals: ArrivalClock())
+            settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, clients: clients,
+            apiPorts: clients.compactMap { Int($0.baseURL.split(separator: ":").last ?? "") }, arrivals: ArrivalClock())
     }
 
     func arrivalInstants() -> [String: ContinuousClock.Instant] {
@@ -497,7 +519,8 @@ struct BenchStack: Sendable {
 
     /// Starts a herald-sms-worker (the first, when the stack started without one).
     func startWorker() throws -> HeraldProcess {
-        let worker = try HeraldProcess("herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir)
+        let worker = try HeraldProcess(
+            "herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir, environment: Self.workerEnvironment)
         workers.withLock { $0.append(worker) }
         return worker
     }
