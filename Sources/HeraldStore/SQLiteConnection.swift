@@ -6,7 +6,7 @@ import Synchronization
 /// One SQLite connection. Not thread-safe: `SQLiteBackend` confines it to a serial queue, which is
 /// why it may be passed across isolation domains (`@unchecked Sendable`) but is only ever used there.
 ///
-/// WAL mode lets readers proceed while one process writes; `busy_timeout` makes writers from several
+/// WAL mode lets readers proceed while one process writes; a busy handler (shim.h) makes writers from several
 /// processes (API and workers on one machine) wait for each other instead of failing.
 final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     let dialect = SQLDialect.sqlite
@@ -23,12 +23,14 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
             throw StoreError(.failed, "SQLite \(status): \(message) (\(path))")
         }
         self.db = handle
-        sqlite3_busy_timeout(db, Int32(busyTimeout.components.seconds * 1000))
+        herald_sqlite_set_busy_handler(db, Int32(busyTimeout.components.seconds * 1000))
         try execute("PRAGMA journal_mode = WAL")
         try execute("PRAGMA synchronous = NORMAL")
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA cache_size = -16384")
-        try execute("PRAGMA wal_autocheckpoint = 4000")
+        // The background checkpointer (SQLiteBackend) keeps the WAL short; this is only the safety net
+        // for when it falls behind. A checkpoint inside a commit stalls every call of that batch.
+        try execute("PRAGMA wal_autocheckpoint = 10000")
         try execute("PRAGMA temp_store = MEMORY")
     }
 
@@ -183,11 +185,31 @@ final class SQLiteBackend: SQLBackend {
         var result: Result<T, any Error> = .failure(StoreError(.failed, "not run"))
     }
 
+    /// A second connection that copies the WAL into the database file in the background (a PASSIVE
+    /// checkpoint every 100 ms: it never blocks writers or readers, and two processes' checkpointers
+    /// simply take turns). Before, the commit that crossed the WAL threshold did the checkpoint itself,
+    /// about 16 MB of writes and an fsync, and every call in that batch waited: p99 went from 9 to 30 ms.
+    private let checkpointing = CheckpointFlag()
+
     /// Opens (creating if needed) the database at `path`. The file holds account data and code
     /// hashes: owner-only.
     init(path: String) throws {
         try createOwnerOnlyFile(path)
         self.connection = try SQLiteConnection(path: path)
+        let checkpointer = try SQLiteConnection(path: path)
+        let flag = checkpointing
+        let thread = Thread {
+            while flag.running {
+                usleep(100_000)
+                _ = try? checkpointer.query("PRAGMA wal_checkpoint(PASSIVE)")
+            }
+        }
+        thread.name = "herald.sqlite.checkpoint"
+        thread.start()
+    }
+
+    deinit {
+        checkpointing.stop()
     }
 
     func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
@@ -246,7 +268,16 @@ final class SQLiteBackend: SQLBackend {
         try queue.sync { try body(connection) }
     }
 
-    func close() async {}
+    func close() async {
+        checkpointing.stop()
+    }
+}
+
+/// Tells the checkpoint thread to finish (after its current sleep).
+private final class CheckpointFlag: Sendable {
+    private let flag = Atomic<Bool>(true)
+    var running: Bool { flag.load(ordering: .acquiring) }
+    func stop() { flag.store(false, ordering: .releasing) }
 }
 
 /// Creates the database file 0600 in a directory created 0700 (SQLite gives its -wal and -shm files

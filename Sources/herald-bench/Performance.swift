@@ -197,7 +197,9 @@ extension HeraldBenchCommand {
                 seconds: 8)
         }
         try await Task.sleep(for: .seconds(1))
-        _ = try await shell("perf record -F 999 -g -p \(stack.apis[0].pid) -o \(data) -- sleep 5 > /dev/null 2>&1")
+        // Stopped by SIGINT rather than `-- sleep 5`: perf waits for its workload's SIGCHLD, which a child of
+        // this process may never get.
+        _ = try await shell("timeout -s INT 5 perf record -F 999 -g -p \(stack.apis[0].pid) -o \(data) > /dev/null 2>&1; true")
         _ = try await load.value
         let report = try await shell(
             "perf report -i \(data) --no-children --sort symbol --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -10")
