@@ -156,11 +156,10 @@ struct ClusterTests {
             }
         }
         #expect(await eventually(timeout: .seconds(120)) { progress.answered >= Self.loadSize * 3 / 10 })
-        let leaderHost = try await leader(of: queue, cluster)
-        try await cluster.broker(leaderHost, ["stop"])
-        #expect(await eventually(timeout: .seconds(120)) { progress.answered >= Self.loadSize * 6 / 10 })
-        // Hold the gateway's answers to C: C's worker then has every send in flight parked at the
-        // gateway (none between its ledger claim and its request), and is killed there.
+        // Hold the gateway's answers to C while the load runs: C's worker then has every send in flight
+        // parked at the gateway (none between its ledger claim and its request), and is killed there
+        // later. (Held before the node stops: workers keep up with the APIs, so once the load is over
+        // there would be nothing left to hold.)
         let cAddress = network.address("c")
         _ = try await cluster.gateway.post("/hold?ip=\(cAddress)", json: [:])
         var held = 0
@@ -169,6 +168,10 @@ struct ClusterTests {
             defer { held = now }
             return now >= 16 || (now > 0 && now == held)
         }
+        let leaderHost = try await leader(of: queue, cluster)
+        try await cluster.broker(leaderHost, ["stop"])
+        #expect(await eventually(timeout: .seconds(120)) { progress.answered >= Self.loadSize * 6 / 10 })
+        held = (try? await cluster.gateway.get("/held?ip=\(cAddress)"))?.int("held") ?? 0
         let killed = try #require(cluster.processes["worker-c"])
         await killed.kill9()
         _ = try await cluster.gateway.post("/release", json: [:])
