@@ -202,7 +202,7 @@ extension HeraldBenchCommand {
         _ = try await shell("timeout -s INT 5 perf record -F 999 -g -p \(stack.apis[0].pid) -o \(data) > /dev/null 2>&1; true")
         _ = try await load.value
         let report = try await shell(
-            "perf report -i \(data) --no-children --sort symbol --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -10")
+            "perf report -i \(data) --no-children --sort symbol --stdio -g none 2>/dev/null | grep -v -e '^#' -e '^$' 2>/dev/null | head -10")
         print("\nherald-api under load (perf record -g, 5 s, self time), top ten:")
         for line in report.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
