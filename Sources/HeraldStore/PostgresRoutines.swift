@@ -9,7 +9,21 @@
 /// The version is part of the name: every process re-creates its routines when it migrates (under the
 /// migration lock), so during a rolling upgrade old and new builds each call their own.
 enum PostgresRoutines {
-    static let all = [admitSend, batch]
+    static let all = [refund, admitSend, batch]
+
+    /// Gives back one event of each spent limit (`p_limits` rows `[key, interval, tolerance]`, by index).
+    static let refund = """
+        CREATE OR REPLACE FUNCTION herald_refund_v1(p_limits jsonb, p_spent integer[], p_now_us bigint) RETURNS void
+        LANGUAGE plpgsql AS $fn$
+        DECLARE
+          v_index integer;
+        BEGIN
+          FOREACH v_index IN ARRAY p_spent LOOP
+            UPDATE rate_limits SET tat_us = GREATEST(p_now_us, tat_us - (p_limits->v_index->>1)::bigint) WHERE key = p_limits->v_index->>0;
+          END LOOP;
+        END
+        $fn$
+        """
 
     /// Several hot-path operations in one transaction, one round trip (`PostgresBatcher`):
     /// - `admit`: one `herald_admit_send_v1`, under its own savepoint, so a duplicate id fails only that send;
@@ -145,9 +159,7 @@ enum PostgresRoutines {
             END IF;
           END LOOP;
           IF refused_index IS NOT NULL THEN
-            FOREACH v_index IN ARRAY v_spent LOOP
-              UPDATE rate_limits SET tat_us = GREATEST(p_now_us, tat_us - (v_limits->v_index->>1)::bigint) WHERE key = v_limits->v_index->>0;
-            END LOOP;
+            PERFORM herald_refund_v1(v_limits, v_spent, p_now_us);
             verdict := 'refused';
             RETURN;
           END IF;
@@ -185,9 +197,7 @@ enum PostgresRoutines {
               block_reason := format('%s sends in %s against a baseline of %s per window', v_sends, p_window_text, to_char(v_baseline, 'FM999999999990.0'));
               INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (p_project, p_prefix, block_until, block_reason, block_created)
                 ON CONFLICT (project_id, prefix) DO UPDATE SET until_us = excluded.until_us, reason = excluded.reason, created_us = excluded.created_us;
-              FOREACH v_index IN ARRAY v_spent LOOP
-                UPDATE rate_limits SET tat_us = GREATEST(p_now_us, tat_us - (v_limits->v_index->>1)::bigint) WHERE key = v_limits->v_index->>0;
-              END LOOP;
+              PERFORM herald_refund_v1(v_limits, v_spent, p_now_us);
               verdict := 'tripped';
               RETURN;
             END IF;

@@ -166,18 +166,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             let body = Data(repeating: UInt8(ascii: "x"), count: 400)
             for (label, inFlight) in [("1 in flight (one round trip each)", 1), ("\(window) in flight", window)] {
                 let count = inFlight == 1 ? min(publishCount, 2000) : publishCount
-                let started = ContinuousClock.now
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for index in 0..<count {
-                        if index >= inFlight { try await group.next() }
-                        group.addTask {
-                            try await publisher.publish(
-                                AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: body, messageID: "m\(index)"))
-                        }
-                    }
-                    try await group.waitForAll()
-                }
-                let seconds = (ContinuousClock.now - started).seconds
+                let seconds = try await Self.publish(count, inFlight: inFlight, body: body, to: topology.exchange, on: publisher)
                 print(
                     String(
                         format: "(a) raw publish with confirms, %@: %d messages in %.2f s = %.0f msg/s", label, count, seconds,
@@ -185,6 +174,21 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
             await publisher.shutdown()
         }
+    }
+
+    /// Publishes `count` messages with at most `inFlight` confirms outstanding; returns the seconds taken.
+    static func publish(_ count: Int, inFlight: Int, body: Data, to exchange: String, on publisher: AMQPConnection) async throws -> Double {
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count {
+                if index >= inFlight { try await group.next() }
+                group.addTask {
+                    try await publisher.publish(AMQPOutgoingMessage(exchange: exchange, routingKey: "sms", body: body, messageID: "m\(index)"))
+                }
+            }
+            try await group.waitForAll()
+        }
+        return (ContinuousClock.now - started).seconds
     }
 
     /// (b) sendVerificationCode answered per second with 64 requests always in flight (spread over the

@@ -72,18 +72,7 @@ extension HeraldBenchCommand {
         try await TestBroker.withTopology(topology) { _ in
             let publisher = try await TestBroker.connection(.publisher, name: "ceiling", logger: quietLogger(), publishTimeout: .seconds(30))
             let body = Data(repeating: UInt8(ascii: "x"), count: 400)
-            let started = ContinuousClock.now
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<count {
-                    if index >= window { try await group.next() }
-                    group.addTask {
-                        try await publisher.publish(
-                            AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: body, messageID: "c\(index)"))
-                    }
-                }
-                try await group.waitForAll()
-            }
-            let published = Double(count) / (ContinuousClock.now - started).seconds
+            let published = Double(count) / (try await Self.publish(count, inFlight: window, body: body, to: topology.exchange, on: publisher))
             await publisher.shutdown()
             table.add("broker: raw publish with confirms, 500 in flight, msg/s", "broker", published)
 
