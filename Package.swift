@@ -257,7 +257,7 @@ let package = Package(
         .testTarget(
             name: "HeraldWorkerTests",
             dependencies: [
-                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting", "HeraldWorker",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),

@@ -31,8 +31,10 @@ final class ProviderPacer: Sendable {
         /// Tickets in arrival order; a ticket without a waiter entry is not yet waiting.
         var line: [UInt64] = []
         var waiters: [UInt64: Waiter] = [:]
-        /// Leased tokens not given to anyone yet (their ticket left the line).
+        /// Leased tokens not given to anyone yet (their ticket left the line), and when they were leased:
+        /// a token is only good for a moment, or a quiet spell would end in a burst above the rate.
         var spare = 0
+        var leasedAt = Date.distantPast
         var pumping = false
     }
 
@@ -105,7 +107,9 @@ final class ProviderPacer: Sendable {
         while true {
             // Hand out what is leased; stop when nobody at all waits.
             let wanted = state.withLock { state -> Int? in
-                expireWaiters(&state, now: clock.now)
+                let now = clock.now
+                if state.spare > 0, now.timeIntervalSince(state.leasedAt) > 1 { state.spare = 0 }
+                expireWaiters(&state, now: now)
                 handOut(&state)
                 guard state.line.contains(where: { state.waiters[$0]?.continuation != nil }) else {
                     state.pumping = false
@@ -131,7 +135,11 @@ final class ProviderPacer: Sendable {
                 return
             }
             if decision.allowed {
-                state.withLock { $0.spare += wanted }
+                let now = clock.now
+                state.withLock { state in
+                    state.spare += wanted
+                    state.leasedAt = now
+                }
             } else {
                 // Sleep until the lease fits, at most a second, so expiring tickets are noticed in time.
                 try? await Task.sleep(for: min(.seconds(1), max(.milliseconds(1), decision.retryAfterDuration)))
