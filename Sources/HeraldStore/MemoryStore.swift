@@ -270,13 +270,7 @@ public final class MemoryStore: HeraldStoreProtocol {
             let prefixKey = "\(session.projectID)\u{0}\(send.prefix)"
             if let block = state.blocks[prefixKey], block.until > send.now { return .blocked(block) }
             let entries = send.rateEntries
-            for (index, entry) in entries.enumerated() {
-                let decision = Self.decide(&state, key: entry.key, parameters: entry.parameters, now: micros)
-                guard decision.allowed else {
-                    for spent in entries[..<index] { Self.refund(&state, key: spent.key, parameters: spent.parameters, now: micros) }
-                    return .refused(index: index, decision: decision)
-                }
-            }
+            if let refusal = Self.decide(&state, entries, now: micros) { return .refused(index: refusal.index, decision: refusal.decision) }
             if let pumping = send.pumping, Self.observe(&state, projectID: session.projectID, prefix: send.prefix, settings: pumping, now: micros) {
                 for entry in entries { Self.refund(&state, key: entry.key, parameters: entry.parameters, now: micros) }
                 return .tripped
@@ -344,16 +338,21 @@ public final class MemoryStore: HeraldStoreProtocol {
     public func rateDecisions(_ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) async throws -> (
         index: Int, decision: GCRA.Decision
     )? {
-        state.withLock { state in
-            for (index, entry) in entries.enumerated() {
-                let decision = Self.decide(&state, key: entry.key, parameters: entry.parameters, now: now)
-                guard decision.allowed else {
-                    for spent in entries[..<index] { Self.refund(&state, key: spent.key, parameters: spent.parameters, now: now) }
-                    return (index, decision)
-                }
+        state.withLock { Self.decide(&$0, entries, now: now) }
+    }
+
+    /// Every entry in order, all or nothing: at the first refusal the events spent before it are given back.
+    private static func decide(_ state: inout State, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) -> (
+        index: Int, decision: GCRA.Decision
+    )? {
+        for (index, entry) in entries.enumerated() {
+            let decision = decide(&state, key: entry.key, parameters: entry.parameters, now: now)
+            guard decision.allowed else {
+                for spent in entries[..<index] { refund(&state, key: spent.key, parameters: spent.parameters, now: now) }
+                return (index, decision)
             }
-            return nil
         }
+        return nil
     }
 
     public func rateReserve(key: String, parameters: GCRA.Parameters, now: Int64) async throws -> Int64 {
