@@ -20,6 +20,8 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     private struct State {
         var sessions: [String: VerificationSession] = [:]
+        /// Sessions that signed in (the others of their number were only closed by it).
+        var verifiedSessions: Set<String> = []
         /// Keyed by project, then localId.
         var users: [String: [String: UserAccount]] = [:]
         var refreshTokens: [String: RefreshTokenRecord] = [:]
@@ -61,8 +63,14 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     public func consumeSession(id: String, at date: Date) async throws -> Bool {
         state.withLock { state in
-            guard state.sessions[id] != nil, state.sessions[id]?.consumedAt == nil else { return false }
-            state.sessions[id]?.consumedAt = date.keptToMilliseconds
+            guard let consumed = state.sessions[id], consumed.consumedAt == nil else { return false }
+            state.verifiedSessions.insert(id)
+            for (other, session) in state.sessions
+            where session.projectID == consumed.projectID && session.phoneNumber == consumed.phoneNumber && session.purpose == consumed.purpose
+                && session.consumedAt == nil
+            {
+                state.sessions[other]?.consumedAt = date.keptToMilliseconds
+            }
             return true
         }
     }
@@ -70,7 +78,10 @@ public final class MemoryStore: HeraldStoreProtocol {
     public func purgeSessions(expiredBefore date: Date) async throws -> Int {
         state.withLock { state in
             let expired = state.sessions.values.filter { $0.expiresAt < date.keptToMilliseconds }.map(\.id)
-            for id in expired { state.sessions.removeValue(forKey: id) }
+            for id in expired {
+                state.sessions.removeValue(forKey: id)
+                state.verifiedSessions.remove(id)
+            }
             return expired.count
         }
     }
@@ -80,18 +91,6 @@ public final class MemoryStore: HeraldStoreProtocol {
             state.sessions.values.filter {
                 $0.projectID == projectID && $0.phoneNumber == phoneNumber && $0.consumedAt == nil && $0.purpose == .signIn
             }.max { $0.createdAt < $1.createdAt }
-        }
-    }
-
-    public func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws {
-        state.withLock { state in
-            guard let purpose = state.sessions[keeping]?.purpose else { return }
-            for (id, session) in state.sessions
-            where id != keeping && session.projectID == projectID && session.phoneNumber == phoneNumber && session.consumedAt == nil
-                && session.purpose == purpose
-            {
-                state.sessions[id]?.consumedAt = date.keptToMilliseconds
-            }
         }
     }
 
@@ -445,7 +444,7 @@ public final class MemoryStore: HeraldStoreProtocol {
             for session in state.sessions.values
             where session.createdAt >= since.keptToMilliseconds && session.jobID != nil && !session.region.isEmpty {
                 counts[session.region, default: (0, 0)].sent += 1
-                if session.consumedAt != nil { counts[session.region, default: (0, 0)].verified += 1 }
+                if state.verifiedSessions.contains(session.id) { counts[session.region, default: (0, 0)].verified += 1 }
             }
             return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sent, $0.value.verified) }
         }

@@ -139,6 +139,16 @@ public enum Migrations {
         ALTER TABLE verification_sessions ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signIn';
         ALTER TABLE verification_sessions ADD COLUMN code_sealed TEXT;
         """,
+        // 5: `verified` tells the session that signed in from those its sign-in closed (a resend no
+        // longer ends the number's older sessions; the first of them to sign in ends the rest). And no
+        // index on rate_limits.tat_us: every send moves six keys' tat, and each move rewrote an entry of
+        // this index too (on PostgreSQL it also ruled out HOT updates); the once-a-minute purge walks
+        // the primary key in chunks instead (`SQLStore.purgeRates`).
+        """
+        DROP INDEX rate_limits_tat;
+        ALTER TABLE verification_sessions ADD COLUMN verified INTEGER NOT NULL DEFAULT 0;
+        UPDATE verification_sessions SET verified = 1 WHERE consumed_at_ms IS NOT NULL;
+        """,
     ]
 
     /// The same steps for PostgreSQL, derived so the two schemas cannot drift: SQLite's INTEGER, REAL

@@ -3,17 +3,15 @@ import HeraldCore
 import Metrics
 import Synchronization
 
-/// Group commit for PostgreSQL's hot paths: send admissions, post-confirm invalidations, and the
-/// worker's claims and outcomes that arrive while a batch is in flight wait, then go together as one
-/// `herald_batch_v1` call (one transaction, one round trip). Each caller is answered with its own row
-/// once the batch committed.
+/// Group commit for PostgreSQL's hot paths: send admissions and the worker's claims and outcomes
+/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v1` call (one
+/// transaction, one round trip). Each caller is answered with its own row once the batch committed.
 ///
 /// One batch in flight per process: every send locks the same few rows (project, country, client IP
 /// limits) until commit, so two batches of one process could only queue behind each other.
 final class PostgresBatcher: Sendable {
     enum Operation: Sendable {
         case admit(SendAdmission)
-        case invalidate(projectID: String, phoneNumber: String, keeping: String, at: Date)
         case claim(jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool)
         case record(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date)
     }
@@ -102,11 +100,6 @@ final class PostgresBatcher: Sendable {
                         ("op", .string("record")), ("jobId", .string(jobID.uuidString.lowercased())), ("status", .string(status.rawValue)),
                         ("reason", reason.map { .string($0) }), ("segments", segments.map { .integer(Int64($0.segments)) }),
                         ("encoding", segments.map { .string($0.encoding.rawValue) }), ("nowMs", .integer(now.millisecondsSince1970)),
-                    ])
-                case .invalidate(let project, let phone, let keeping, let date):
-                    return .fields([
-                        ("op", .string("invalidate")), ("project", .string(project)), ("phone", .string(phone)), ("keep", .string(keeping)),
-                        ("nowMs", .integer(date.millisecondsSince1970)),
                     ])
                 case .admit(let send):
                     let session = send.session

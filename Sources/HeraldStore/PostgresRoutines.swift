@@ -28,7 +28,6 @@ enum PostgresRoutines {
     /// Several hot-path operations in one transaction, one round trip (`PostgresBatcher`):
     /// - `admit`: one `herald_admit_send_v1`, under its own savepoint, so a duplicate id fails only that send;
     ///   n1 refused index, n2 refused TAT, n3 Retry-After, n4 block end, n5 block start (µs), note the block reason.
-    /// - `invalidate`: a confirmed send ends the number's other open sessions.
     /// - `claim`: a worker claims a job (`SQLStore.claimDelivery`); verdict claimed (n1 attempt), unknown,
     ///   mismatch (note: the field), inDoubt (note: the owner) or finished (note: the status).
     /// - `record`: a job's outcome, with its segments when sent.
@@ -51,11 +50,6 @@ enum PostgresRoutines {
             idx := v_op.i;
             verdict := NULL; n1 := NULL; n2 := NULL; n3 := NULL; n4 := NULL; n5 := NULL; note := NULL; failure := NULL;
             CASE v->>'op'
-            WHEN 'invalidate' THEN
-              UPDATE verification_sessions SET consumed_at_ms = (v->>'nowMs')::bigint
-                WHERE project_id = v->>'project' AND phone_number = v->>'phone' AND id <> v->>'keep' AND consumed_at_ms IS NULL
-                  AND purpose = (SELECT s.purpose FROM verification_sessions s WHERE s.id = v->>'keep');
-              verdict := 'done';
             WHEN 'claim' THEN
               UPDATE deliveries d SET status = 'sending', owner = v->>'owner', attempts = d.attempts + 1, updated_at_ms = (v->>'nowMs')::bigint
                 WHERE d.job_id = v->>'jobId' AND d.project_id = v->>'project' AND d.type = v->>'type' AND d.destination = v->>'to'

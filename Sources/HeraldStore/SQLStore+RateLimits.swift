@@ -102,12 +102,32 @@ extension SQLStore {
         text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
     }
 
+    /// Walks the keys in chunks of `purgeChunk`, one short transaction each, so sends wait at most for
+    /// one chunk (there is no index on `tat_us`: it cost every send more than it saved this purge).
     public func purgeRates(before now: Int64) async throws -> Int {
-        try await run { db in
-            try db.query("DELETE FROM rate_limits WHERE tat_us < ?", [.integer(now)])
-            return db.changes
+        var after = ""
+        var purged = 0
+        while true {
+            let start = after
+            let (deleted, last) = try await run { db -> (Int, String?) in
+                try db.transaction {
+                    let chunk = "SELECT key FROM rate_limits WHERE key > ?1 ORDER BY key LIMIT \(Self.purgeChunk)"
+                    guard let last = try db.query("SELECT max(key) FROM (\(chunk)) AS chunk", [.text(start)]).first?.first?.string else {
+                        return (0, nil)
+                    }
+                    try db.query(
+                        "DELETE FROM rate_limits WHERE key > ?1 AND key <= ?2 AND tat_us < ?3", [.text(start), .text(last), .integer(now)])
+                    return (db.changes, last)
+                }
+            }
+            purged += deleted
+            guard let last else { return purged }
+            after = last
         }
     }
+
+    /// Keys one purge transaction looks at.
+    static let purgeChunk = 2_000
 
     /// Read, decide in `PrefixVelocity` (pure), write back: one transaction holding the prefix's lock
     /// (the row may not exist yet), so concurrent sends from several processes count every event.
@@ -192,7 +212,7 @@ extension SQLStore {
         try await run { db in
             try db.query(
                 """
-                SELECT region, count(*), count(consumed_at_ms) FROM verification_sessions
+                SELECT region, count(*), count(CASE WHEN verified = 1 THEN 1 END) FROM verification_sessions
                 WHERE created_at_ms >= ? AND job_id IS NOT NULL AND region <> ''
                 GROUP BY region ORDER BY region
                 """, [.integer(since.millisecondsSince1970)]

@@ -89,12 +89,27 @@ public final class SQLStore: HeraldStoreProtocol {
         }
     }
 
+    /// Under the number's lock, so two of its sessions signing in at once cannot both win (nor
+    /// deadlock on each other's rows in PostgreSQL).
     public func consumeSession(id: String, at date: Date) async throws -> Bool {
         try await run { db in
-            let rows = try db.query(
-                "UPDATE verification_sessions SET consumed_at_ms = ? WHERE id = ? AND consumed_at_ms IS NULL RETURNING id",
-                [.integer(date.millisecondsSince1970), .text(id)])
-            return rows.isEmpty == false
+            try db.transaction {
+                let owner = try db.query("SELECT project_id, phone_number, purpose FROM verification_sessions WHERE id = ?", [.text(id)])
+                guard let row = owner.first, let project = row[0].string, let phone = row[1].string, let purpose = row[2].string else {
+                    return false
+                }
+                try db.lock("sessions:\(project):\(phone)")
+                let consumed = try db.query(
+                    "UPDATE verification_sessions SET consumed_at_ms = ?, verified = 1 WHERE id = ? AND consumed_at_ms IS NULL RETURNING id",
+                    [.integer(date.millisecondsSince1970), .text(id)])
+                guard consumed.isEmpty == false else { return false }
+                try db.query(
+                    """
+                    UPDATE verification_sessions SET consumed_at_ms = ?
+                    WHERE project_id = ? AND phone_number = ? AND purpose = ? AND consumed_at_ms IS NULL
+                    """, [.integer(date.millisecondsSince1970), .text(project), .text(phone), .text(purpose)])
+                return true
+            }
         }
     }
 
@@ -116,21 +131,6 @@ public final class SQLStore: HeraldStoreProtocol {
                 ORDER BY created_at_ms DESC LIMIT 1
                 """, [.text(projectID), .text(phoneNumber)]
             ).first.map(Self.session)
-        }
-    }
-
-    public func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws {
-        if let batcher {
-            _ = try await batcher.submit(.invalidate(projectID: projectID, phoneNumber: phoneNumber, keeping: keeping, at: date))
-            return
-        }
-        try await run { db in
-            try db.query(
-                """
-                UPDATE verification_sessions SET consumed_at_ms = ?
-                WHERE project_id = ? AND phone_number = ? AND id <> ? AND consumed_at_ms IS NULL
-                  AND purpose = (SELECT purpose FROM verification_sessions WHERE id = ?)
-                """, [.integer(date.millisecondsSince1970), .text(projectID), .text(phoneNumber), .text(keeping), .text(keeping)])
         }
     }
 

@@ -104,6 +104,33 @@ struct RateLimitStoreTests {
         }
     }
 
+    @Test("purge walks every chunk of keys: passed ones go, live ones stay, whatever their order", arguments: StoreKind.allCases)
+    func purgeAcrossChunks(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now: Int64 = 1_800_000_000_000_000
+            let short = GCRA.Parameters(RatePolicy.parse("60/1m")!)  // tat = now + 1 s
+            let long = GCRA.Parameters(RatePolicy.parse("1/1d")!)  // tat = now + 1 d
+            let count = 4_100  // more than two chunks of SQLStore.purgeChunk
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<8 {
+                    group.addTask {
+                        for index in stride(from: lane, to: count, by: 8) {
+                            // Interleaved so that every chunk holds both kinds.
+                            let parameters = index.isMultiple(of: 3) ? long : short
+                            _ = try await store.rateDecision(key: "number:p:+1555\(index)|x", parameters: parameters, now: now)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let live = (0..<count).filter { $0.isMultiple(of: 3) }.count
+            #expect(try await store.purgeRates(before: now + 60_000_000) == count - live)
+            #expect(try await store.rateStates(kind: "number", subject: "+15553", project: nil).count == 1)
+            #expect(try await store.rateStates(kind: "number", subject: "+15554", project: nil).isEmpty)
+            #expect(try await store.purgeRates(before: now + 60_000_000) == 0)
+        }
+    }
+
     @Test("prefix velocity trips into a block that lookups see until lifted", arguments: StoreKind.allCases)
     func blocks(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

@@ -99,21 +99,45 @@ struct StoreConformanceTests {
         }
     }
 
-    @Test("a new code ends the number's other open sessions of the same purpose; the newest open one is found", arguments: StoreKind.allCases)
-    func invalidateAndLatest(_ kind: StoreKind) async throws {
+    @Test(
+        "a resend leaves the number's older sessions open; consuming any one closes the others of its purpose only",
+        arguments: StoreKind.allCases)
+    func consumeClosesSiblings(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             var older = session()
             older.createdAt = Date().addingTimeInterval(-5)
             let newer = session()
             var enrolment = session()
             enrolment.purpose = .mfaEnrollment(localID: "u1")
-            for stored in [older, newer, enrolment] { try await store.insertSession(stored) }
+            var otherNumber = session()
+            otherNumber.phoneNumber = "+15555550101"
+            for stored in [older, newer, enrolment, otherNumber] { try await store.insertSession(stored) }
             #expect(try await store.latestOpenSession(projectID: "p", phoneNumber: "+15555550100")?.id == newer.id)
-            try await store.invalidateSessions(projectID: "p", phoneNumber: "+15555550100", keeping: newer.id, at: Date())
-            #expect(try await store.reserveCheckAttempt(sessionID: older.id)?.reserved == false)
-            #expect(try await store.reserveCheckAttempt(sessionID: newer.id)?.reserved == true)
-            #expect(try await store.reserveCheckAttempt(sessionID: enrolment.id)?.reserved == true)
-            #expect(Set(try await store.openSessions(projectID: "p", now: Date()).map(\.id)) == [newer.id, enrolment.id])
+            #expect(try await store.reserveCheckAttempt(sessionID: older.id)?.reserved == true)
+            #expect(try await store.consumeSession(id: older.id, at: Date()))
+            #expect(try await store.consumeSession(id: newer.id, at: Date()) == false)
+            #expect(try await store.reserveCheckAttempt(sessionID: newer.id)?.reserved == false)
+            #expect(try await store.latestOpenSession(projectID: "p", phoneNumber: "+15555550100") == nil)
+            #expect(Set(try await store.openSessions(projectID: "p", now: Date()).map(\.id)) == [enrolment.id, otherNumber.id])
+        }
+    }
+
+    @Test("two sessions of one number signing in at once: exactly one wins", arguments: StoreKind.allCases)
+    func siblingsRace(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, first in
+            let second = try await fixture.open()
+            for _ in 0..<10 {
+                let sessions = [session(), session(), session(), session()]
+                for stored in sessions { try await first.insertSession(stored) }
+                let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for (index, stored) in sessions.enumerated() {
+                        let handle = index.isMultiple(of: 2) ? first : second
+                        group.addTask { try await handle.consumeSession(id: stored.id, at: Date()) }
+                    }
+                    return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                #expect(wins == 1)
+            }
         }
     }
 

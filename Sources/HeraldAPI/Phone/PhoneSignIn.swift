@@ -129,8 +129,6 @@ struct PhoneSignIn: Sendable {
                 .unavailable, "The verification code could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
         }
         Timer(label: "herald_api_publish_confirm_seconds").record(duration: ContinuousClock.now - started)
-        // A new code is out: earlier codes for this number stop working.
-        try? await store.invalidateSessions(projectID: project.id, phoneNumber: phone.e164, keeping: sessionID, at: now)
         count(project, "queued", phone)
         logger.info(
             "verification code queued",

@@ -163,14 +163,14 @@ public protocol VerificationStore: Sendable {
     func deleteSession(id: String) async throws
     /// Atomically spends one attempt if the session is unconsumed and has attempts left; nil if unknown.
     func reserveCheckAttempt(sessionID: String) async throws -> CodeCheckStateMachine.Reservation?
-    /// Marks the session consumed; false when another request consumed it first.
+    /// Marks the session consumed and closes the number's other open sessions of the same purpose (a
+    /// resend leaves older codes valid until one of them signs in); false when the session was consumed
+    /// or closed first.
     func consumeSession(id: String, at: Date) async throws -> Bool
     /// Deletes sessions that expired before `date`; returns how many.
     func purgeSessions(expiredBefore date: Date) async throws -> Int
     /// The newest unconsumed sign-in session for a number (reentrant sends).
     func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession?
-    /// Ends every open session of a number with the same purpose except `keeping` (a new code was sent).
-    func invalidateSessions(projectID: String, phoneNumber: String, keeping: String, at date: Date) async throws
     /// Open phone sessions of a project (devMode `verificationCodes`).
     func openSessions(projectID: String, now: Date) async throws -> [VerificationSession]
 }
