@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Logging
+import Metrics
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -92,6 +93,7 @@ final class PostgresBackend: SQLBackend {
                     }
                 }
             } catch let error as StoreError where error.retryable && attempt < 5 {
+                PostgresSQLConnection.countRetry()
                 continue
             }
         }
@@ -271,8 +273,15 @@ final class PostgresSQLConnection: SQLConnection {
             } catch {
                 _ = try? query("ROLLBACK", [])
                 guard let failure = error as? StoreError, failure.retryable, attempt < 5 else { throw error }
+                Self.countRetry()
             }
         }
+    }
+
+    /// Deadlocks and serialization failures retried (`herald_store_retries_total`): each one waited
+    /// out PostgreSQL's deadlock timeout (1 s by default), so a rising count explains a p99.
+    static func countRetry() {
+        Counter(label: "herald_store_retries_total", dimensions: [("store", "postgres")]).increment()
     }
 
     func lock(_ key: String) throws {

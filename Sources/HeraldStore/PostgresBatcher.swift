@@ -4,7 +4,7 @@ import Metrics
 import Synchronization
 
 /// Group commit for PostgreSQL's hot paths: send admissions and the worker's claims and outcomes
-/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v1` call (one
+/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v2` call (one
 /// transaction, one round trip). Each caller is answered with its own row once the batch committed.
 ///
 /// One batch in flight per process: every send locks the same few rows (project, country, client IP
@@ -61,25 +61,34 @@ final class PostgresBatcher: Sendable {
             }
             if batch.isEmpty { return }
             batchSizes.record(batch.count)
-            do {
-                let rows = try await backend.statement(
-                    """
-                    SELECT idx, verdict, n1, n2, n3, n4, n5, note, failure FROM herald_batch_v1(?::jsonb)
-                    """, [.text(Self.body(batch.map(\.operation)))])
-                var answers = [Answer?](repeating: nil, count: batch.count)
-                for row in rows {
-                    if let index = row.first?.int, answers.indices.contains(Int(index)) { answers[Int(index)] = Answer(row: Array(row.dropFirst())) }
-                }
-                for (waiting, answer) in zip(batch, answers) {
-                    if let answer {
-                        waiting.continuation.resume(returning: answer)
-                    } else {
-                        waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v1 left an operation unanswered"))
-                    }
-                }
-            } catch {
-                for waiting in batch { waiting.continuation.resume(throwing: error) }
+            await run(batch)
+        }
+    }
+
+    /// Runs `batch` as one call. A duplicate key fails the whole call (the function has no savepoint
+    /// per operation, see `PostgresRoutines.batch`); then every operation runs alone, so the error
+    /// reaches only the one that caused it.
+    private func run(_ batch: [Waiting]) async {
+        do {
+            let rows = try await backend.statement(
+                """
+                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v2(?::jsonb)
+                """, [.text(Self.body(batch.map(\.operation)))])
+            var answers = [Answer?](repeating: nil, count: batch.count)
+            for row in rows {
+                if let index = row.first?.int, answers.indices.contains(Int(index)) { answers[Int(index)] = Answer(row: Array(row.dropFirst())) }
             }
+            for (waiting, answer) in zip(batch, answers) {
+                if let answer {
+                    waiting.continuation.resume(returning: answer)
+                } else {
+                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v2 left an operation unanswered"))
+                }
+            }
+        } catch let error as StoreError where batch.count > 1 && error.isUnique {
+            for waiting in batch { await run([waiting]) }
+        } catch {
+            for waiting in batch { waiting.continuation.resume(throwing: error) }
         }
     }
 

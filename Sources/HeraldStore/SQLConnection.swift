@@ -51,6 +51,10 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     public var description: String { "store error: \(message)" }
 
     var retryable: Bool { kind == .retry }
+    var isUnique: Bool {
+        if case .unique = kind { return true }
+        return false
+    }
 }
 
 /// The spelling differences between the two SQL backends. Statements are written once, in the

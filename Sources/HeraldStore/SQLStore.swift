@@ -201,7 +201,7 @@ public final class SQLStore: HeraldStoreProtocol {
                 .claim(
                     jobID: jobID, projectID: projectID, type: type, destination: destination, owner: owner, now: now, reclaimInDoubt: reclaimInDoubt)
             ).row
-            let note = row.count == 8 ? row[6].string : nil
+            let note = row.count == 7 ? row[6].string : nil
             switch row.first?.string {
             case "claimed": if let attempts = row[1].int { return .claimed(attempt: Int(attempts)) }
             case "unknown": return .unknown
@@ -210,7 +210,7 @@ public final class SQLStore: HeraldStoreProtocol {
             case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
             default: break
             }
-            throw StoreError(.failed, "herald_batch_v1 answered a malformed claim")
+            throw StoreError(.failed, "herald_batch_v2 answered a malformed claim")
         }
         let id = jobID.uuidString.lowercased()
         let claimable = reclaimInDoubt ? "('pending', 'retrying', 'sending')" : "('pending', 'retrying')"
