@@ -52,21 +52,25 @@ enum PostgresRoutines {
           r record;
           v_attempts bigint;
         BEGIN
-          INSERT INTO rate_limits (key, tat_us)
-            SELECT s.k, 0 FROM (
-              SELECT DISTINCT l.value->>0 AS k FROM jsonb_array_elements(p_ops) o, jsonb_array_elements(o.value->'limits') l
-              WHERE o.value->>'op' = 'admit') s
-            ORDER BY s.k COLLATE "C"
-            ON CONFLICT (key) DO NOTHING;
-          PERFORM 1 FROM rate_limits locked
-            WHERE locked.key IN (
-              SELECT l.value->>0 FROM jsonb_array_elements(p_ops) o, jsonb_array_elements(o.value->'limits') l WHERE o.value->>'op' = 'admit')
-            ORDER BY locked.key COLLATE "C" FOR UPDATE;
-          PERFORM count(pg_advisory_xact_lock(hashtextextended('prefix_velocity:' || s.p, 0))) FROM (
-            SELECT d.p FROM (
-              SELECT DISTINCT o.value->>'project' || ':' || (o.value->>'prefix') AS p FROM jsonb_array_elements(p_ops) o
-              WHERE o.value->>'op' = 'admit' AND o.value->>'windowUs' IS NOT NULL) d
-            ORDER BY d.p COLLATE "C") s;
+          -- One admission locks in order by itself (herald_admit_send_v1); only several need this.
+          IF (SELECT count(*) FROM jsonb_array_elements(p_ops) o WHERE o.value->>'op' = 'admit') > 1 THEN
+            INSERT INTO rate_limits (key, tat_us)
+              SELECT s.k, 0 FROM (
+                SELECT DISTINCT l.value->>0 AS k FROM jsonb_array_elements(p_ops) o, jsonb_array_elements(o.value->'limits') l
+                WHERE o.value->>'op' = 'admit') s
+              ORDER BY s.k COLLATE "C"
+              ON CONFLICT (key) DO NOTHING;
+            -- = ANY(ARRAY(…)), not IN (…): the planner guesses 10,000 rows for the JSON and scans the table.
+            PERFORM 1 FROM rate_limits locked
+              WHERE locked.key = ANY (ARRAY(
+                SELECT l.value->>0 FROM jsonb_array_elements(p_ops) o, jsonb_array_elements(o.value->'limits') l WHERE o.value->>'op' = 'admit'))
+              ORDER BY locked.key COLLATE "C" FOR UPDATE;
+            PERFORM count(pg_advisory_xact_lock(hashtextextended('prefix_velocity:' || s.p, 0))) FROM (
+              SELECT d.p FROM (
+                SELECT DISTINCT o.value->>'project' || ':' || (o.value->>'prefix') AS p FROM jsonb_array_elements(p_ops) o
+                WHERE o.value->>'op' = 'admit' AND o.value->>'windowUs' IS NOT NULL) d
+              ORDER BY d.p COLLATE "C") s;
+          END IF;
           FOR v_op IN SELECT (e.ordinality - 1)::integer AS i, e.value AS body FROM jsonb_array_elements(p_ops) WITH ORDINALITY AS e LOOP
             v := v_op.body;
             idx := v_op.i;
