@@ -232,7 +232,9 @@ public final class WorkerService: Service {
         if case .string(let trace) = delivery.headers["traceparent"] { log[metadataKey: "traceparent"] = .string(trace) }
 
         // Only a job the broker redelivered, or one back from a retry or throttle queue, can have an outcome already.
-        let seenBefore = delivery.redelivered || delivery.headers["x-herald-attempt"] != nil || delivery.headers["x-herald-throttled"] != nil
+        // Producers publish attempt 0 (so does a replay, which first marks the ledger row pending again).
+        let retried = if case .int(let attempt) = delivery.headers["x-herald-attempt"] { attempt > 0 } else { false }
+        let seenBefore = delivery.redelivered || retried || delivery.headers["x-herald-throttled"] != nil
         let spacing = handler.spacingChecks(for: job)
         var machine = JobLifecycle(
             expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: settings.lifecycle)
