@@ -51,9 +51,23 @@ enum JSONWire {
     }
 
     static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        response(body: encode(value), status: status)
+    }
+
+    /// A flat object of strings (sendVerificationCode's answer, on every send), keys sorted as the
+    /// encoder sorts them, without a JSONEncoder.
+    static func response(_ fields: [String: String], status: HTTPResponse.Status = .ok) -> Response {
+        var writer = JSONWriter(capacity: 128)
+        writer.object(fields.sorted { $0.key < $1.key }.map { (key: $0.key, value: .string($0.value)) })
+        var buffer = ByteBufferAllocator().buffer(capacity: writer.bytes.count)
+        buffer.writeBytes(writer.bytes)
+        return response(body: buffer, status: status)
+    }
+
+    private static func response(body: ByteBuffer, status: HTTPResponse.Status) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=UTF-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: encode(value)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
 }
 
