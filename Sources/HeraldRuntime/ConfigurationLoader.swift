@@ -31,7 +31,10 @@ public enum ConfigurationLoader {
     public static func parse(yaml: String, environment: [String: String] = [:]) throws -> HeraldConfiguration {
         let root: ConfigValue?
         do {
-            root = try Yams.compose(yaml: yaml).map { try value(of: $0, at: "") }
+            // Resolver.basic: the loader types every value itself (from its text and style), so Yams's
+            // implicit typing, a dozen regular expressions that mapped megabytes of ICU into every
+            // process, is not needed.
+            root = try Yams.compose(yaml: yaml, .basic).map { try value(of: $0, at: "") }
         } catch let error as ConfigError {
             throw error
         } catch {
@@ -147,7 +150,7 @@ public enum ConfigurationLoader {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard trimmed.hasPrefix("[") || trimmed.hasPrefix("{") else { return .scalar(text, plain: true) }
         do {
-            guard let node = try Yams.compose(yaml: trimmed) else { return .scalar("", plain: true) }
+            guard let node = try Yams.compose(yaml: trimmed, .basic) else { return .scalar("", plain: true) }
             return try value(of: node, at: variable)
         } catch let error as ConfigError {
             throw error
