@@ -1,5 +1,3 @@
-import Foundation
-
 /// The parts of an `amqp://user:pass@host:port/vhost` or `amqps://…` URL (vhost percent-decoded,
 /// `%2f` = `/`; default port 5672, or 5671 with TLS).
 public struct AMQPEndpoint: Sendable, Equatable {
@@ -13,20 +11,19 @@ public struct AMQPEndpoint: Sendable, Equatable {
 
     /// Parses `url`; nil when it is not an `amqp://` or `amqps://` URL.
     public init?(url: String) {
-        let tls = url.hasPrefix("amqps://")
-        guard tls || url.hasPrefix("amqp://"), let components = URLComponents(string: url), let host = components.host,
-            host.isEmpty == false
+        guard let parsed = ServerURL(url), parsed.scheme == "amqp" || parsed.scheme == "amqps", parsed.queryItems.isEmpty
         else { return nil }
+        let tls = parsed.scheme == "amqps"
         self.tls = tls
-        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        self.port = components.port ?? (tls ? 5671 : 5672)
-        self.user = components.percentEncodedUser.flatMap { $0.removingPercentEncoding } ?? "guest"
-        self.password = components.percentEncodedPassword.flatMap { $0.removingPercentEncoding } ?? "guest"
-        let path = components.percentEncodedPath
+        self.host = parsed.host
+        self.port = parsed.port ?? (tls ? 5671 : 5672)
+        self.user = parsed.user ?? "guest"
+        self.password = parsed.password ?? "guest"
+        let path = parsed.percentEncodedPath
         if path.isEmpty || path == "/" {
             self.virtualHost = "/"
         } else {
-            guard let decoded = String(path.dropFirst()).removingPercentEncoding else { return nil }
+            guard let decoded = ServerURL.percentDecoded(path.dropFirst()) else { return nil }
             self.virtualHost = decoded
         }
     }
@@ -34,6 +31,7 @@ public struct AMQPEndpoint: Sendable, Equatable {
     /// The URL with the password replaced, for logs.
     public var redacted: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return "\(tls ? "amqps" : "amqp")://\(user):***@\(host):\(port)/\(virtualHost == "/" ? "%2f" : virtualHost)"
+        return
+            "\(tls ? "amqps" : "amqp")://\(user):***@\(host):\(port)/\(virtualHost.split(separator: "/", omittingEmptySubsequences: false).joined(separator: "%2f"))"
     }
 }

@@ -45,7 +45,9 @@ extension HeraldConfiguration {
         for (index, url) in urls.enumerated() {
             guard let endpoint = AMQPEndpoint(url: url) else {
                 throw amqp.fail(
-                    urls.count == 1 ? "url" : "url[\(index)]", "must be an amqp://user:password@host:port/vhost or amqps://… URL")
+                    urls.count == 1 ? "url" : "url[\(index)]",
+                    "must be an amqp://user:password@host:port/vhost or amqps://… URL (without a ?query: heartbeat and TLS are amqp.heartbeat and amqp.tls)"
+                )
             }
             endpoints.append(endpoint)
         }

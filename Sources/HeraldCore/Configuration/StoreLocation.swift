@@ -1,5 +1,3 @@
-import Foundation
-
 /// Where the shared store lives, parsed from `store.url`.
 ///
 /// - `sqlite:<path>`: one file, every process on one machine.
@@ -64,19 +62,21 @@ public enum StoreLocation: Sendable, Equatable {
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") else {
             throw StoreLocationError("must be sqlite:<path> or postgres://user:password@host:port/database")
         }
-        guard let components = URLComponents(string: text), let host = components.host, host.isEmpty == false else {
+        guard let url = ServerURL(text), url.host.isEmpty == false else {
             throw StoreLocationError("is not a valid postgres:// URL (percent-encode special characters in the password)")
         }
-        guard let user = components.user, user.isEmpty == false else {
+        guard let user = url.user, user.isEmpty == false else {
             throw StoreLocationError("needs a user: postgres://user:password@host:port/database")
         }
-        let database = String(components.path.drop(while: { $0 == "/" }))
-        guard database.isEmpty == false, database.contains("/") == false else {
+        let encodedDatabase = url.percentEncodedPath.drop(while: { $0 == "/" })
+        guard encodedDatabase.isEmpty == false, encodedDatabase.contains("/") == false,
+            let database = ServerURL.percentDecoded(encodedDatabase)
+        else {
             throw StoreLocationError("needs a database name after the host: postgres://user:password@host:port/database")
         }
         var sslMode = PostgresLocation.SSLMode.prefer
         var schema: String?
-        for item in components.queryItems ?? [] {
+        for item in url.queryItems {
             switch item.name {
             case "sslmode":
                 guard let value = item.value, let mode = PostgresLocation.SSLMode(rawValue: value) else {
@@ -93,11 +93,9 @@ public enum StoreLocation: Sendable, Equatable {
                 throw StoreLocationError("does not know the parameter '\(item.name)' (known: sslmode, schema)")
             }
         }
-        let unbracketed = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         self = .postgres(
             PostgresLocation(
-                host: unbracketed, port: components.port ?? 5432, user: components.user?.removingPercentEncoding ?? user,
-                password: components.password?.removingPercentEncoding, database: database.removingPercentEncoding ?? database,
+                host: url.host, port: url.port ?? 5432, user: user, password: url.password, database: database,
                 sslMode: sslMode, schema: schema))
     }
 
