@@ -17,11 +17,14 @@ final class PostgresBackend: SQLBackend {
     private let client: PostgresClient
     private let threads: NIOThreadPool
     private let runner: Task<Void, Never>
+    /// Ends the lease waits that are past their deadline (`LeaseDeadlines`).
+    private let sweeper: Task<Void, Never>
     private let logger: Logger
     private let placeholders = PlaceholderCache()
     /// How long a call waits for a pooled connection before it fails as unavailable (the pool keeps
     /// retrying a database that is down far longer; a request must not hang that long).
     private let leaseTimeout: Duration
+    private let deadlines = LeaseDeadlines()
     private let endpoint: String
 
     init(location: StoreLocation.PostgresLocation, poolSize: Int, caFile: String?, leaseTimeout: Duration, logger: Logger) throws {
@@ -29,20 +32,36 @@ final class PostgresBackend: SQLBackend {
             host: location.host, port: location.port, username: location.user, password: location.password,
             database: location.database, tls: try Self.tls(location.sslMode, caFile: caFile))
         configuration.options.maximumConnections = poolSize
-        configuration.options.minimumConnections = 0
+        // No timer per lease. The pool parks every released connection with a keep-alive timer and,
+        // above its minimum, an idle timer; a cancelled timer stays allocated until it would have fired,
+        // so at a few thousand leases per second the process grew by tens of MiB. So: two connections
+        // kept open (the batcher's and one for everything else, leased first, never idle-timed), no
+        // client keep-alive query, and the server asked to send TCP keep-alives instead, which keep
+        // NAT and firewall state fresh on idle connections and let it drop dead clients.
+        configuration.options.minimumConnections = min(2, poolSize)
+        configuration.options.keepAliveBehavior = nil
+        var startup = [("tcp_keepalives_idle", "30"), ("tcp_keepalives_interval", "10"), ("tcp_keepalives_count", "3")]
         configuration.options.connectTimeout = leaseTimeout
         self.leaseTimeout = leaseTimeout
         self.endpoint = "\(location.host):\(location.port)"
         if let schema = location.schema {
             // Every connection resolves table names in the schema (the migrations create it).
-            configuration.options.additionalStartupParameters = [("search_path", schema)]
+            startup.append(("search_path", schema))
         }
+        configuration.options.additionalStartupParameters = startup
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.threads = NIOThreadPool(numberOfThreads: poolSize)
         threads.start()
         self.logger = logger
         let client = self.client
+        let deadlines = self.deadlines
         self.runner = Task { await client.run() }
+        self.sweeper = Task {
+            while Task.isCancelled == false {
+                try? await Task.sleep(for: .milliseconds(100))
+                deadlines.expire(now: .now)
+            }
+        }
     }
 
     /// libpq's sslmode on NIOSSL: only `verify-ca` and `verify-full` check without a CA file given.
@@ -111,8 +130,8 @@ final class PostgresBackend: SQLBackend {
                         return try await body(connection)
                     }
                 }
-                group.addTask { [leaseTimeout] in
-                    try await Task.sleep(for: leaseTimeout)
+                group.addTask { [deadlines, leaseTimeout] in
+                    await deadlines.wait(until: .now + leaseTimeout)
                     return nil
                 }
                 while let result = try await group.next() {
@@ -143,7 +162,9 @@ final class PostgresBackend: SQLBackend {
 
     func close() async {
         runner.cancel()
+        sweeper.cancel()
         await runner.value
+        await sweeper.value
         try? await threads.shutdownGracefully()
     }
 }
