@@ -35,9 +35,9 @@ final class PostgresBackend: SQLBackend {
         // No timer per lease. The pool parks every released connection with a keep-alive timer and,
         // above its minimum, an idle timer; a cancelled timer stays allocated until it would have fired,
         // so at a few thousand leases per second the process grew by tens of MiB. So: two connections
-        // kept open (the batcher's and one for everything else, leased first, never idle-timed), no
-        // client keep-alive query, and the server asked to send TCP keep-alives instead, which keep
-        // NAT and firewall state fresh on idle connections and let it drop dead clients.
+        // kept open (the pool leases the lowest free one first, so below that concurrency no other
+        // connection opens or idles out), no client keep-alive query, and the server asked to send
+        // TCP keep-alives instead, which keep NAT and firewall state fresh on idle connections.
         configuration.options.minimumConnections = min(2, poolSize)
         configuration.options.keepAliveBehavior = nil
         var startup = [("tcp_keepalives_idle", "30"), ("tcp_keepalives_interval", "10"), ("tcp_keepalives_count", "3")]

@@ -1,10 +1,11 @@
 import HeraldCore
+import HeraldTesting
 import Logging
 import Testing
 
 @testable import HeraldStore
 
-@Suite("Lease deadlines: one sweep instead of a timer per call", .timeLimit(.minutes(1)))
+@Suite("PostgreSQL leases without a timer each: deadlines by one sweep, server-side keep-alives", .timeLimit(.minutes(1)))
 struct LeaseDeadlinesTests {
     let start = ContinuousClock.now
 
@@ -73,6 +74,20 @@ struct LeaseDeadlinesTests {
             let error = await #expect(throws: StoreError.self) { try await backend.statement("SELECT 1", []) }
             #expect(error?.kind == .unavailable, "\(String(describing: error))")
         }
+        await backend.close()
+    }
+
+    @Test("the pool's connections ask the server for TCP keep-alives, since the pool runs no keep-alive query")
+    func serverKeepAlives() async throws {
+        guard case .postgres(let location) = try StoreLocation(parsing: TestStore.postgresURL()) else {
+            Issue.record("the suite's PostgreSQL URL is not postgres://")
+            return
+        }
+        let backend = try PostgresBackend(location: location, poolSize: 2, caFile: nil, leaseTimeout: .seconds(10), logger: Logger(label: "test"))
+        let rows = try await backend.statement(
+            "SELECT current_setting('tcp_keepalives_idle'), current_setting('tcp_keepalives_interval'), current_setting('tcp_keepalives_count')",
+            [])
+        #expect(rows.first?.compactMap(\.string) == ["30", "10", "3"])
         await backend.close()
     }
 }

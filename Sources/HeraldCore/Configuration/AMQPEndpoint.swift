@@ -31,7 +31,7 @@ public struct AMQPEndpoint: Sendable, Equatable {
     /// The URL with the password replaced, for logs.
     public var redacted: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return
-            "\(tls ? "amqps" : "amqp")://\(user):***@\(host):\(port)/\(virtualHost.split(separator: "/", omittingEmptySubsequences: false).joined(separator: "%2f"))"
+        let vhost = virtualHost.split(separator: "/", omittingEmptySubsequences: false).joined(separator: "%2f")
+        return "\(tls ? "amqps" : "amqp")://\(user):***@\(host):\(port)/\(vhost)"
     }
 }
