@@ -73,6 +73,7 @@ struct LeaseDeadlinesTests {
         for _ in 0..<3 {
             let error = await #expect(throws: StoreError.self) { try await backend.statement("SELECT 1", []) }
             #expect(error?.kind == .unavailable, "\(String(describing: error))")
+            #expect(error?.message.contains("no connection within") == true, "\(String(describing: error))")
         }
         await backend.close()
     }

@@ -5,7 +5,7 @@
 /// Parsed here rather than by Foundation's `URLComponents`, whose `host` runs IDNA through ICU: that
 /// mapped several MiB of ICU code and data into every worker for a host name it hands to
 /// `getaddrinfo` unchanged anyway.
-public struct ServerURL: Sendable, Equatable {
+public struct ServerURL: Sendable {
     /// Lower-cased scheme, without `://`.
     public var scheme: String
     /// Percent-decoded; nil when the URL has no user information.
@@ -96,12 +96,6 @@ public struct ServerURL: Sendable, Equatable {
             }
         }
         self.queryItems = items
-    }
-
-    public static func == (lhs: ServerURL, rhs: ServerURL) -> Bool {
-        lhs.scheme == rhs.scheme && lhs.user == rhs.user && lhs.password == rhs.password && lhs.host == rhs.host
-            && lhs.port == rhs.port && lhs.percentEncodedPath == rhs.percentEncodedPath
-            && lhs.queryItems.elementsEqual(rhs.queryItems, by: { $0.name == $1.name && $0.value == $1.value })
     }
 
     /// `%XX` escapes decoded; nil for a malformed escape or bytes that are not UTF-8.

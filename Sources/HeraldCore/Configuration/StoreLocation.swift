@@ -62,7 +62,7 @@ public enum StoreLocation: Sendable, Equatable {
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") else {
             throw StoreLocationError("must be sqlite:<path> or postgres://user:password@host:port/database")
         }
-        guard let url = ServerURL(text), url.host.isEmpty == false else {
+        guard let url = ServerURL(text) else {
             throw StoreLocationError("is not a valid postgres:// URL (percent-encode special characters in the password)")
         }
         guard let user = url.user, user.isEmpty == false else {
