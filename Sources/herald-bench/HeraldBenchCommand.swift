@@ -216,7 +216,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     /// (e) `backlog` jobs queued through the API while no worker runs; then one herald-sms-worker
     /// drains them against a gateway that answers at once: jobs/s and the worker's CPU per job.
     @discardableResult
-    func workerDrain(_ kind: TestStore, label: String) async throws -> (perSecond: Double, cpuPerJob: Double, peakMiB: Double) {
+    func workerDrain(_ kind: TestStore, label: String) async throws -> (
+        perSecond: Double, cpuPerJob: Double, peakMiB: Double, cpuShares: [(String, Double)]
+    ) {
         let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false)
         do {
             let queued = Locked(0)
@@ -241,6 +243,13 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 try await group.waitForAll()
             }
             print(String(format: "(e) [%@] backlog of %d queued in %.1f s", label, backlog, (ContinuousClock.now - started).seconds))
+            // What else works while the worker drains: the store, the broker, the fake gateway, the machine.
+            let others: [(String, () -> [Int32])] = [
+                ("RabbitMQ", { ProcessCPU.pids(named: "beam.smp") }), ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }),
+                ("herald-bench (fake gateway)", { [getpid()] }),
+            ]
+            let othersBefore = others.map { ProcessCPU.seconds($0.1()) }
+            let machineBefore = ProcessCPU.machineBusySeconds()
             let worker = try stack.startWorker()
             let drainStart = ContinuousClock.now
             guard await eventually(timeout: .seconds(600), { stack.gateway.received.count >= backlog }) else {
@@ -248,13 +257,21 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
             let seconds = (ContinuousClock.now - drainStart).seconds
             let cpu = cpuSeconds(worker.pid)
-            let result = (Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, Self.mebibytes(peak(worker.pid)))
+            var shares = [("herald-sms-worker", cpu / seconds * 100)]
+            shares += zip(others, othersBefore).map { ($0.0, (ProcessCPU.seconds($0.1()) - $1) / seconds * 100) }
+            shares.append(
+                (
+                    "whole machine (of \(ProcessInfo.processInfo.activeProcessorCount * 100))",
+                    (ProcessCPU.machineBusySeconds() - machineBefore) / seconds * 100
+                ))
+            let result = (Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, Self.mebibytes(peak(worker.pid)), shares)
             print(
                 String(
                     format:
                         "(e) [%@] one herald-sms-worker drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@ (now: anonymous %@, mapped files %@)",
                     label, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid),
                     statusField(worker.pid, "RssAnon"), statusField(worker.pid, "RssFile")))
+            print("    CPU during the drain: " + shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", "))
             await stack.stop()
             return result
         } catch {

@@ -16,6 +16,7 @@ extension HeraldBenchCommand {
         let table = Table()
         let driver = Wrk.available ? "wrk (2 threads, 64 connections)" : "herald-bench's own HTTP client (wrk not installed)"
         print("performance: \(runs) runs; load driver: \(driver)")
+        try await warnIfBusy()
         for run in 1...runs {
             print("— run \(run) of \(runs)")
             try await brokerCeilings(into: table)
@@ -27,6 +28,7 @@ extension HeraldBenchCommand {
                 table.add("worker: jobs/s draining \(backlog / 1000)k backlog", variant.label, drained.perSecond)
                 table.add("worker: CPU µs per job", variant.label, drained.cpuPerJob)
                 table.add("worker: peak RSS MiB", variant.label, drained.peakMiB)
+                for (name, share) in drained.cpuShares { table.add("CPU % during the drain: \(name)", variant.label, share) }
             }
             let paced = try await throttling(rate: "10/1s burst 1", jobs: 200, spacing: "0s")
             table.add("throttle: republishes per throttled job (provider 10/s)", "sqlite", paced.perThrottledJob)
@@ -62,6 +64,16 @@ extension HeraldBenchCommand {
         "CPU % during the c64 run: RabbitMQ": "—",
         "CPU % during the c64 run: PostgreSQL": "—",
         "CPU % during the c64 run: load driver": "—",
+        "CPU % during the c64 run: herald-sms-worker": "—",
+        "CPU % during the c64 run: herald-bench (fake gateway)": "—",
+        "CPU % during the c64 run: whole machine (of 200)": "—",
+        "whole machine CPU µs per accepted send": "—",
+        "sends/s these cores carry if herald-api cost nothing": "—",
+        "CPU % during the drain: herald-sms-worker": "—",
+        "CPU % during the drain: RabbitMQ": "—",
+        "CPU % during the drain: PostgreSQL": "—",
+        "CPU % during the drain: herald-bench (fake gateway)": "—",
+        "CPU % during the drain: whole machine (of 200)": "—",
     ]
 
     /// The broker's ceilings on this machine in this run: one publisher with 500 confirms in flight,
@@ -92,6 +104,23 @@ extension HeraldBenchCommand {
         }
     }
 
+    /// Figures from a machine that is already busy mean little: a broker left with hundreds of queues
+    /// from killed test runs once took a whole core while idle and halved every figure here. Measures
+    /// two idle seconds first and says so when the machine or the broker was not idle.
+    func warnIfBusy() async throws {
+        let brokerBefore = ProcessCPU.seconds(ProcessCPU.pids(named: "beam.smp"))
+        let machineBefore = ProcessCPU.machineBusySeconds()
+        try await Task.sleep(for: .seconds(2))
+        let broker = (ProcessCPU.seconds(ProcessCPU.pids(named: "beam.smp")) - brokerBefore) / 2 * 100
+        let machine = (ProcessCPU.machineBusySeconds() - machineBefore) / 2 * 100
+        print(String(format: "idle before the runs: machine %.0f %% busy, RabbitMQ %.0f %%", machine, broker))
+        if machine > 25 || broker > 10 {
+            print(
+                "warning: the machine is not idle; figures will be low. A broker busy while idle often holds queues from killed runs: "
+                    + "scripts/broker.sh ctl list_queues name messages")
+        }
+    }
+
     /// One store variant: throughput with the default limits (and each process's CPU meanwhile),
     /// the answer time at a fixed rate with and without limits, enqueue → gateway, memory.
     func apiFigures(_ variant: (label: String, store: TestStore, apis: Int), into table: Table) async throws {
@@ -106,6 +135,14 @@ extension HeraldBenchCommand {
             table.add("API: accepted sends/s, c64, default limits", variant.label, load.perSecond)
             table.add("API: CPU µs per send (user+system)", variant.label, load.apiCPU)
             for (name, share) in load.cpuShares { table.add("CPU % during the c64 run: \(name)", variant.label, share) }
+            // The proof of what saturates first: all the machine's CPU per send, and the sends/s its cores
+            // would carry if herald-api itself cost nothing (broker, worker, gateway and driver unchanged).
+            if let machine = load.cpuShares.last?.1, load.perSecond > 0 {
+                let perSend = machine / 100 / load.perSecond * 1_000_000
+                table.add("whole machine CPU µs per accepted send", variant.label, perSend)
+                let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+                table.add("sends/s these cores carry if herald-api cost nothing", variant.label, cores * 1_000_000 / max(1, perSend - load.apiCPU))
+            }
             if let ceiling = table.lastValue("broker: raw publish with confirms, 500 in flight, msg/s") {
                 table.add("API sends/s as a share of raw publish", variant.label, load.perSecond / ceiling * 100)
             }
@@ -138,9 +175,12 @@ extension HeraldBenchCommand {
         let processes: [(String, () -> [Int32])] = [
             ("herald-api(s)", { stack.apis.map(\.pid) }), ("RabbitMQ", { ProcessCPU.pids(named: "beam.smp") }),
             ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }),
+            ("herald-sms-worker", { stack.workers.withLock { $0.map(\.pid) } }),
+            ("herald-bench (fake gateway)", { [getpid()] }),
         ]
         let before = processes.map { ProcessCPU.seconds($0.1()) }
         let driverBefore = ProcessCPU.childrenSeconds()
+        let machineBefore = ProcessCPU.machineBusySeconds()
         let started = ContinuousClock.now
         let accepted: Int
         if Wrk.available {
@@ -164,6 +204,11 @@ extension HeraldBenchCommand {
         let used = zip(processes, before).map { process, start in (process.0, ProcessCPU.seconds(process.1()) - start) }
         var shares = used.map { ($0.0, $0.1 / seconds * 100) }
         shares.append(("load driver", (ProcessCPU.childrenSeconds() - driverBefore) / seconds * 100))
+        shares.append(
+            (
+                "whole machine (of \(ProcessInfo.processInfo.activeProcessorCount * 100))",
+                (ProcessCPU.machineBusySeconds() - machineBefore) / seconds * 100
+            ))
         let apiCPU = (used.first?.1 ?? 0) / Double(max(1, accepted)) * 1_000_000
         print(
             String(
@@ -177,9 +222,20 @@ extension HeraldBenchCommand {
     /// The top ten functions of herald-api under load (perf record, sampling), when perf is installed.
     func perfTopTen() async throws {
         let stack = try await BenchStack.start(limits: Self.measuredLimits, store: .sqlite)
-        defer { Task { await stack.stop() } }
         let data = NSTemporaryDirectory() + "herald-perf-\(UUID().uuidString.prefix(6)).data"
         defer { try? FileManager.default.removeItem(atPath: data) }
+        // Stopped before returning, not from a deferred Task: the bench exits right after this, and a
+        // Task that had not run yet left the herald-api of this stack running.
+        do {
+            try await profile(stack, into: data)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    private func profile(_ stack: BenchStack, into data: String) async throws {
         let load = Task {
             try await Wrk.run(
                 url: "http://127.0.0.1:\(stack.settings.apiPort)", script: Wrk.sendScript(apiKey: TestConfiguration.apiKey, offset: 70_000_000),
@@ -263,6 +319,15 @@ enum ProcessCPU {
             guard let pid = Int32(entry), let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8) else { return nil }
             return comm.trimmingCharacters(in: .whitespacesAndNewlines) == name ? pid : nil
         }
+    }
+
+    /// Busy seconds of all CPUs together since boot (/proc/stat: user, nice, system, irq, softirq; not
+    /// idle, iowait or steal), so the table shows whether the machine, not one process, saturates.
+    static func machineBusySeconds() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8), let line = text.split(separator: "\n").first else { return 0 }
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard ticks.count >= 7 else { return 0 }
+        return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// CPU seconds of this process's finished children (the load driver, once it exited).

@@ -1,0 +1,34 @@
+import HeraldCore
+import HeraldTesting
+import Logging
+import Testing
+
+@testable import HeraldStore
+
+@Suite("PostgreSQL's hot-path routines", .timeLimit(.minutes(1)))
+struct PostgresRoutinesTests {
+    /// A plan PL/pgSQL cached while a table was small must not go on scanning it once it is large (see
+    /// `PostgresRoutines`): every routine carries `enable_seqscan = off` in the database itself.
+    @Test("every routine is stored with enable_seqscan = off, so a plan cached on a small table never scans a large one")
+    func noSequentialScans() async throws {
+        let url = try #require(try TestStore.postgres.freshURL())
+        let location = try StoreLocation(parsing: url)
+        let store = try await SQLStore.open(
+            HeraldConfiguration.Store(url: url, location: location, poolSize: 1, connectTimeout: .seconds(5)), migrate: true,
+            logger: Logger(label: "test"))
+        let rows = try await store.run { db in
+            try db.query(
+                """
+                SELECT p.proname, array_to_string(p.proconfig, ',') FROM pg_proc p
+                WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'herald\\_%' ORDER BY p.proname
+                """)
+        }
+        await store.close()
+        await TestStore.dropSchema(of: url)
+        let settings = Dictionary(uniqueKeysWithValues: rows.compactMap { row in row.first?.string.map { ($0, row[1].string ?? "") } })
+        #expect(settings.keys.sorted() == ["herald_admit_send_v1", "herald_batch_v2", "herald_refund_v1"])
+        for (name, setting) in settings {
+            #expect(setting.contains("enable_seqscan=off"), "\(name): \(setting)")
+        }
+    }
+}
