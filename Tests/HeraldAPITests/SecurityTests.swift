@@ -270,11 +270,11 @@ struct SecurityTests {
             // Half a request head, then nothing: the server must hang up by itself.
             let slow = try RawConnection(port: port)
             try slow.send("POST /v1/accounts:sendVerificationCode?key=\(Self.key) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl")
-            #expect(slow.waitForClose(within: .seconds(15)))
+            #expect(await slow.waitForClose(within: .seconds(15)))
             // A complete request on a keep-alive connection, answered, then idle.
             let idle = try RawConnection(port: port)
             try idle.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            #expect(idle.waitForClose(within: .seconds(15)))
+            #expect(await idle.waitForClose(within: .seconds(15)))
             #expect(idle.received.hasPrefix("HTTP/1.1 200"))
             // A body trickled a byte at a time keeps the connection busy, but not the request open.
             let trickle = try RawConnection(port: port)
@@ -285,7 +285,7 @@ struct SecurityTests {
             var closed = false
             for _ in 0..<40 where answered == false && closed == false {
                 closed = (try? trickle.send(" ")) == nil
-                answered = trickle.waitForData(within: .milliseconds(400))
+                answered = await trickle.waitForData(within: .milliseconds(400))
                 closed = closed || trickle.isClosed
             }
             #expect(answered == false)
@@ -323,31 +323,46 @@ final class RawConnection {
     private(set) var isClosed = false
 
     /// True when the peer sent something before `within` passed (false, with `isClosed`, when it hung up).
-    func waitForData(within: Duration) -> Bool {
+    func waitForData(within: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + within
+        while ContinuousClock.now < deadline {
+            switch read() {
+            case .data: return true
+            case .closed: return false
+            case .nothing: try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        return false
+    }
+
+    /// True when the peer closed the connection (read returned 0 or an error) before `within` passed.
+    func waitForClose(within: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + within
+        while ContinuousClock.now < deadline {
+            switch read() {
+            case .data: continue
+            case .closed: return true
+            case .nothing: try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        return false
+    }
+
+    /// One look at the socket without waiting. The waits above sleep between looks instead of blocking
+    /// in poll(): the API under test runs in this process, on the same few cooperative threads, and a
+    /// blocked thread (two, on two cores) starved it so it never answered.
+    private func read() -> ReadResult {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(within.components.seconds * 1000 + within.components.attoseconds / 1_000_000_000_000_000)
-        guard poll(&poller, 1, milliseconds) > 0 else { return false }
+        guard poll(&poller, 1, 0) > 0 else { return .nothing }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else {
             isClosed = true
-            return false
+            return .closed
         }
         received += String(decoding: buffer[0..<count], as: UTF8.self)
-        return true
+        return .data
     }
 
-    /// True when the peer closed the connection (read returned 0 or an error) before `within` passed.
-    func waitForClose(within: Duration) -> Bool {
-        let deadline = ContinuousClock.now + within
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while ContinuousClock.now < deadline {
-            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 100) > 0 else { continue }
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { return true }
-            received += String(decoding: buffer[0..<count], as: UTF8.self)
-        }
-        return false
-    }
+    private enum ReadResult { case data, closed, nothing }
 }
