@@ -33,3 +33,34 @@ extension CommonOptions {
         return (configuration, logger)
     }
 }
+
+extension CommonOptions {
+    /// The command line with every `--config FILE` / `--config=FILE` moved to the end, so a command
+    /// with subcommands (herald-admin) takes it before or after them: `herald-admin --config x topology
+    /// status` and `herald-admin topology status --config x` mean the same. The argument parser only
+    /// reads options after the last subcommand name. A `--config` with no value is left in place for the
+    /// parser to report.
+    public static func movingConfigLast(_ arguments: [String]) -> [String] {
+        var rest: [String] = []
+        var moved: [String] = []
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            if argument == "--" {
+                rest += arguments[index...]
+                break
+            }
+            if argument.hasPrefix("--config=") {
+                moved.append(argument)
+            } else if argument == "--config", index + 1 < arguments.endIndex {
+                moved += [argument, arguments[index + 1]]
+                index += 1
+            } else {
+                rest.append(argument)
+            }
+            index += 1
+        }
+        guard let separator = rest.firstIndex(of: "--") else { return rest + moved }
+        return Array(rest[..<separator]) + moved + Array(rest[separator...])
+    }
+}

@@ -13,6 +13,11 @@ struct HeraldAdminCommand: AsyncParsableCommand {
         commandName: "herald-admin", abstract: "Operate a Herald installation.", version: BuildInfo.versionLine,
         subcommands: [Topology.self, DeadLetters.self, Limits.self, Store.self])
 
+    /// `--config` goes before or after the subcommand (see `CommonOptions.movingConfigLast`).
+    static func main() async {
+        await main(CommonOptions.movingConfigLast(Array(CommandLine.arguments.dropFirst())))
+    }
+
     struct Topology: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Broker topology: exchanges, work, retry and dead-letter queues.", subcommands: [Declare.self, Status.self, Definitions.self])
@@ -25,7 +30,8 @@ struct HeraldAdminCommand: AsyncParsableCommand {
 
     struct DeadLetters: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "dead-letters", abstract: "Inspect and replay dead-lettered jobs.", subcommands: [List.self, Replay.self])
+            commandName: "dead-letters", abstract: "Inspect, replay and purge dead-lettered jobs.",
+            subcommands: [List.self, Show.self, Replay.self, Purge.self])
     }
 }
 
@@ -84,22 +90,41 @@ extension HeraldAdminCommand.Topology {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show each queue's ready messages and consumers.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show each queue's ready messages and consumers; exit status 3 when a work queue has no consumer.",
+            discussion: """
+                Unacknowledged counts are not shown: AMQP's queue.declare-ok reports ready messages and consumers only \
+                (RabbitMQ's management UI or `rabbitmqctl list_queues messages_unacknowledged` has them).
+                """)
         @OptionGroup var options: CommonOptions
+        @Option(name: .customLong("type"), help: "Job types whose work queues must have a consumer (repeatable; default: every type).")
+        var types: [String] = []
 
         func run() async throws {
+            let required = try types.map { name in
+                guard let type = JobType(rawValue: name) else { throw ValidationError("unknown job type \(name)") }
+                return type
+            }
             let (_, topology, connection) = try await adminConnection(options)
+            var unserved: [String] = []
             for type in HeraldAMQP.Topology.supportedTypes {
+                let mustBeServed = required.isEmpty || required.contains(type)
                 for queue in topology.queues(type) {
                     do {
                         let (messages, consumers) = try await connection.perform { try $0.inspectQueue(queue) }
                         print("\(queue)\tready=\(messages)\tconsumers=\(consumers)")
+                        if queue == topology.workQueue(type), consumers == 0, mustBeServed { unserved.append(queue) }
                     } catch {
                         print("\(queue)\tmissing (run: herald-admin topology declare)")
+                        if queue == topology.workQueue(type), mustBeServed { unserved.append(queue) }
                     }
                 }
             }
             await connection.shutdown()
+            if unserved.isEmpty == false {
+                print("no consumer on: \(unserved.joined(separator: ", ")) (no worker reads them; jobs wait until one does)")
+                throw ExitCode(3)
+            }
         }
     }
 }
@@ -112,45 +137,82 @@ extension HeraldAdminCommand.DeadLetters {
 
         func run() async throws {
             let (_, topology, connection) = try await adminConnection(options)
-            guard let jobType = JobType(rawValue: type) else { throw ValidationError("unknown job type \(type)") }
-            let queue = topology.deadQueue(jobType)
-            // Unacknowledged gets return to the queue when the channel closes.
-            let messages = try await connection.perform { channel -> [AMQPDelivery] in
-                var seen: [AMQPDelivery] = []
-                while seen.count < 1000, let message = try channel.get(queue, acknowledge: false) { seen.append(message) }
-                try channel.closeAndReopen()
-                return seen
-            }
+            let jobType = try JobType.named(type)
+            let messages = try await connection.peek(topology.deadQueue(jobType))
             for message in messages {
-                var reason = "-"
-                if case .string(let text) = message.headers["x-herald-reason"] { reason = text }
-                print("\(message.messageID ?? "-")\t\(reason)")
+                print(
+                    "\(message.messageID ?? "-")\t\(message.headerText("x-herald-failed-at") ?? "-")\t\(message.headerText("x-herald-reason") ?? "-")"
+                )
             }
-            print("\(messages.count) dead-lettered \(type) job(s) in \(queue)")
+            print("\(messages.count) dead-lettered \(type) job(s) in \(topology.deadQueue(jobType))")
             await connection.shutdown()
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show one dead-lettered job: why and when it failed, and what it was (destination masked; no code or text).")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "The job id (the AMQP message id).") var id: String
+        @Option(help: "Job type.") var type: String = "sms"
+
+        func run() async throws {
+            let (_, topology, connection) = try await adminConnection(options)
+            let jobType = try JobType.named(type)
+            let found = try await connection.peek(topology.deadQueue(jobType)).first { $0.messageID?.lowercased() == id.lowercased() }
+            await connection.shutdown()
+            guard let message = found else {
+                print("no dead-lettered \(type) job \(id) in \(topology.deadQueue(jobType))")
+                throw ExitCode(4)
+            }
+            var lines = [
+                ("id", message.messageID ?? "-"), ("reason", message.headerText("x-herald-reason") ?? "-"),
+                ("failed at", message.headerText("x-herald-failed-at") ?? "-"), ("attempts", message.headerText("x-herald-attempt") ?? "-"),
+            ]
+            if let job = try? JobCodec.decode(message.body) {
+                lines += [
+                    ("type", job.type.rawValue), ("project", job.project), ("to", MaskedDestination.mask(job.listing.to, type: job.type)),
+                    ("template", job.listing.template), ("locale", job.locale ?? "-"), ("created at", Timestamp.format(job.createdAt)),
+                    ("expires at", Timestamp.format(job.expiresAt) + (job.expiresAt < Date() ? " (expired: a replay would be dropped)" : "")),
+                ]
+            } else {
+                lines.append(("body", "\(message.body.count) bytes, not a job this build reads"))
+            }
+            for (label, value) in lines { print(label.padding(toLength: 11, withPad: " ", startingAt: 0) + value) }
         }
     }
 
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move dead-lettered jobs back to their work queue, to be sent again (each is removed only after the broker confirmed the copy)."
+            abstract:
+                "Move dead-lettered jobs (all, up to --limit, or the one named) back to their work queue, to be sent again (each is removed only after the broker confirmed the copy)."
         )
         @OptionGroup var options: CommonOptions
+        @Argument(help: "Replay only this job id.") var id: String?
         @Option(help: "Job type.") var type: String = "sms"
         @Option(help: "At most this many jobs.") var limit: Int = 1000
 
         func run() async throws {
             let (configuration, topology, connection) = try await adminConnection(options)
-            guard let jobType = JobType(rawValue: type) else { throw ValidationError("unknown job type \(type)") }
+            let jobType = try JobType.named(type)
             let store = try await SQLStore.open(configuration.store, logger: Logger(label: "herald-admin"))
+            let deadQueue = topology.deadQueue(jobType)
+            let total = id == nil ? min(limit, try await connection.perform { try $0.inspectQueue(deadQueue) }.messages) : 1
             var replayed = 0
-            while replayed < limit {
-                guard let message = try await connection.perform({ try $0.get(topology.deadQueue(jobType), acknowledge: false) }) else { break }
+            var skipped = 0
+            while replayed < total {
+                guard let message = try await connection.perform({ try $0.get(deadQueue, acknowledge: false) }) else { break }
+                if let id, message.messageID?.lowercased() != id.lowercased() {
+                    // Not the one asked for: it goes back when the channel closes, after the search.
+                    skipped += 1
+                    guard skipped < 100_000 else { break }
+                    continue
+                }
                 var headers = message.headers.filter { Job.carriedHeaders.contains($0.key) }
                 headers["x-herald-attempt"] = .int(0)
                 // The ledger says "failed"; mark the job pending again so a worker sends it.
-                if let id = message.messageID.flatMap(UUID.init(uuidString:)) {
-                    try await store.recordDelivery(jobID: id, status: .pending, reason: "replayed by herald-admin", now: Date())
+                if let jobID = message.messageID.flatMap(UUID.init(uuidString:)) {
+                    try await store.recordDelivery(jobID: jobID, status: .pending, reason: "replayed by herald-admin", now: Date())
                 }
                 try await connection.publish(
                     AMQPOutgoingMessage(
@@ -158,10 +220,86 @@ extension HeraldAdminCommand.DeadLetters {
                         type: message.type, contentType: message.contentType, headers: headers))
                 try await connection.perform { try $0.ack(message) }
                 replayed += 1
+                if replayed % 100 == 0, replayed < total { print("replayed \(replayed) of \(total)…") }
+            }
+            if skipped > 0 { try await connection.perform { try $0.closeAndReopen() } }
+            await connection.shutdown()
+            await store.close()
+            if let id, replayed == 0 {
+                print("no dead-lettered \(type) job \(id) in \(deadQueue)")
+                throw ExitCode(4)
             }
             print("replayed \(replayed) \(type) job(s); jobs already past expiresAt will be dropped by the worker")
-            await connection.shutdown()
         }
+    }
+
+    struct Purge: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Delete dead-lettered jobs that failed longer ago than --older-than (the queue is in failure order; it stops at the first younger one)."
+        )
+        @OptionGroup var options: CommonOptions
+        @Option(help: "Job type.") var type: String = "sms"
+        @Option(help: "Age, like 7d or 12h.") var olderThan: String
+
+        func run() async throws {
+            guard let age = DurationText.parse(olderThan), age > .zero else { throw ValidationError("--older-than: a duration like 7d or 12h") }
+            let (_, topology, connection) = try await adminConnection(options)
+            let jobType = try JobType.named(type)
+            let cutoff = Date().addingTimeInterval(-Double(age.components.seconds))
+            let deadQueue = topology.deadQueue(jobType)
+            var purged = 0
+            while let message = try await connection.perform({ try $0.get(deadQueue, acknowledge: false) }) {
+                // A job the broker dead-lettered itself (rejected) has no failure time: it is kept.
+                guard let failedAt = message.headerText("x-herald-failed-at").flatMap(Timestamp.parse), failedAt < cutoff else { break }
+                try await connection.perform { try $0.ack(message) }
+                purged += 1
+            }
+            try await connection.perform { try $0.closeAndReopen() }
+            await connection.shutdown()
+            print("purged \(purged) \(type) job(s) that failed before \(Timestamp.format(cutoff))")
+        }
+    }
+}
+
+extension AMQPConnection {
+    /// Up to `limit` messages of `queue`, left in place: unacknowledged gets return to the queue when
+    /// the channel closes.
+    func peek(_ queue: String, limit: Int = 10_000) async throws -> [AMQPDelivery] {
+        try await perform { channel -> [AMQPDelivery] in
+            var seen: [AMQPDelivery] = []
+            while seen.count < limit, let message = try channel.get(queue, acknowledge: false) { seen.append(message) }
+            try channel.closeAndReopen()
+            return seen
+        }
+    }
+}
+
+extension AMQPDelivery {
+    func headerText(_ name: String) -> String? {
+        switch headers[name] {
+        case .string(let text): text
+        case .int(let number): String(number)
+        default: nil
+        }
+    }
+}
+
+extension Job {
+    /// Destination and template, whatever the type (for listings; the destination still to be masked).
+    var listing: (to: String, template: String) {
+        switch payload {
+        case .sms(let message): (message.to, message.template.rawValue)
+        case .email(let message): (message.to, message.template.rawValue)
+        case .push(let message): (message.deviceToken, "push")
+        }
+    }
+}
+
+extension JobType {
+    static func named(_ name: String) throws -> JobType {
+        guard let type = JobType(rawValue: name) else { throw ValidationError("unknown job type \(name) (sms, email or push)") }
+        return type
     }
 }
 

@@ -212,9 +212,13 @@ struct AdminTests {
             _ = try await stack.sendCode()
             let deadQueue = stack.topology.deadQueue(.sms)
             #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
-            let status = try await stack.admin(["topology", "status"])
+            let status = try await stack.admin(["topology", "status", "--type", "sms"])
             #expect(status.contains("\(deadQueue)\tready=1"))
             #expect(status.contains("\(stack.topology.workQueue(.sms))\tready=0\tconsumers=1"))
+            // Only an sms worker runs: every type's work queue asked for by default → exit status 3, naming them.
+            let unserved = try await stack.adminExit(["topology", "status"], configFirst: true)
+            #expect(unserved.status == 3)
+            #expect(unserved.output.contains("no consumer on: \(stack.topology.workQueue(.email)), \(stack.topology.workQueue(.push))"))
             let listed = try await stack.admin(["dead-letters", "list"])
             #expect(listed.contains("gateway answered HTTP 422"))
             #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 1, "listing leaves the jobs in place")
@@ -228,6 +232,44 @@ struct AdminTests {
             #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 0)
             let id = try #require(UUID(uuidString: stack.gateway.received[0].reference!))
             #expect(try await stack.store.deliveryStatus(jobID: id)?.status == .sent)
+        }
+    }
+
+    @Test(
+        "dead letters: show one (masked, no code), replay one by id, purge those older than an age; --config before the subcommand"
+    )
+    func deadLetterShowReplayPurge() async throws {
+        try await StackHarness.run { stack in
+            try await stack.startAPI()
+            try await stack.startWorker()
+            let refusal = FakeSMSGateway.Reply(status: 422, body: #"{"error":"sender not registered"}"#)
+            stack.gateway.script([refusal, refusal])
+            _ = try await stack.sendCode(to: "+15555550101")
+            _ = try await stack.sendCode(to: "+15555550102")
+            let deadQueue = stack.topology.deadQueue(.sms)
+            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 2 })
+            // The worker sends both at once, so the gateway may see them in either order.
+            let byNumber = Dictionary(
+                uniqueKeysWithValues: stack.gateway.received.compactMap { request in request.to.map { ($0, request.reference ?? "") } })
+            let ids = [try #require(byNumber["+15555550101"]), try #require(byNumber["+15555550102"])]
+            let shown = try await stack.adminExit(["dead-letters", "show", ids[0]], configFirst: true)
+            #expect(shown.status == 0)
+            #expect(shown.output.contains("gateway answered HTTP 422"))
+            #expect(shown.output.contains("+15*****0101"))
+            #expect(shown.output.contains("+15555550101") == false)
+            #expect(shown.output.range(of: #"\b\d{6}\b"#, options: .regularExpression) == nil, "no code in the output")
+            #expect(try await stack.adminExit(["dead-letters", "show", UUID().uuidString]).status == 4)
+            #expect(try await stack.adminExit(["dead-letters", "replay", UUID().uuidString]).status == 4)
+            #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 2, "a search for an unknown id leaves both in place")
+            let replayed = try await stack.admin(["dead-letters", "replay", ids[1]])
+            #expect(replayed.contains("replayed 1 sms job(s)"))
+            try await stack.waitForGateway(3)
+            #expect(stack.gateway.received[2].reference == ids[1])
+            #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 1)
+            #expect(try await stack.admin(["dead-letters", "purge", "--older-than", "1h"]).contains("purged 0 sms job(s)"))
+            try await Task.sleep(for: .milliseconds(1200))
+            #expect(try await stack.admin(["dead-letters", "purge", "--older-than", "1s"]).contains("purged 1 sms job(s)"))
+            #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 0)
         }
     }
 

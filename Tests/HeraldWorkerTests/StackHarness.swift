@@ -124,6 +124,15 @@ final class StackHarness: @unchecked Sendable {
     }
 
     /// Runs `herald-admin <arguments> --config <this stack's file>`; its output, or a failure with it.
+    /// herald-admin's exit status and output, with `--config` first (before the subcommand) or last.
+    func adminExit(_ arguments: [String], configFirst: Bool = false) async throws -> (status: Int32, output: String) {
+        let config = ["--config", configPath]
+        let process = try HeraldProcess(
+            "herald-admin", arguments: configFirst ? config + arguments : arguments + config, logDirectory: settings.stateDir)
+        let status = await process.waitForExit(timeout: .seconds(30))
+        return (status, process.output)
+    }
+
     func admin(_ arguments: [String]) async throws -> String {
         let process = try HeraldProcess("herald-admin", arguments: arguments + ["--config", configPath], logDirectory: settings.stateDir)
         let status = await process.waitForExit(timeout: .seconds(30))
