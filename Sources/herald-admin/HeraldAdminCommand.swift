@@ -101,10 +101,7 @@ extension HeraldAdminCommand.Topology {
         var types: [String] = []
 
         func run() async throws {
-            let required = try types.map { name in
-                guard let type = JobType(rawValue: name) else { throw ValidationError("unknown job type \(name)") }
-                return type
-            }
+            let required = try types.map(JobType.named)
             let (_, topology, connection) = try await adminConnection(options)
             var unserved: [String] = []
             for type in HeraldAMQP.Topology.supportedTypes {
