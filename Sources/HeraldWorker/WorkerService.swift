@@ -37,12 +37,15 @@ public final class WorkerService: Service {
         public var throttleHold: Duration
         /// Identifies this process in the ledger (`host:pid:random`).
         public var instanceID: String
+        /// The consumer's prefetch, for the start-up log (nil where the caller set up its own consumer).
+        public var prefetch: Int?
 
         public init(
             concurrency: Int, retryPolicy: RetryPolicy, retryUncertain: Bool, shutdownGrace: Duration, throttleDelays: [Duration],
-            throttleHold: Duration = .seconds(5), instanceID: String
+            throttleHold: Duration = .seconds(5), instanceID: String, prefetch: Int? = nil
         ) {
             self.concurrency = concurrency
+            self.prefetch = prefetch
             self.retryPolicy = retryPolicy
             self.retryUncertain = retryUncertain
             self.shutdownGrace = shutdownGrace
@@ -60,7 +63,7 @@ public final class WorkerService: Service {
             self.init(
                 concurrency: worker.concurrency, retryPolicy: RetryPolicy(delays: worker.retryDelays), retryUncertain: worker.retryUncertain,
                 shutdownGrace: worker.shutdownGrace, throttleDelays: worker.throttleDelays, throttleHold: worker.throttleHold,
-                instanceID: "\(ProcessInfo.processInfo.hostName):\(getpid()):\(SecureRandom.alphanumeric(6))")
+                instanceID: "\(ProcessInfo.processInfo.hostName):\(getpid()):\(SecureRandom.alphanumeric(6))", prefetch: worker.prefetch)
         }
     }
 
@@ -111,7 +114,9 @@ public final class WorkerService: Service {
         }
         let consumer = AMQPConnection(
             options: .init(
-                configuration.amqp, role: .consumer(queue: topology.workQueue(type), prefetch: configuration.amqp.prefetch),
+                configuration.amqp,
+                role: .consumer(
+                    queue: topology.workQueue(type), prefetch: configuration.workers.settings(for: type)?.prefetch ?? configuration.amqp.prefetch),
                 name: "herald-\(type.rawValue)-worker consumer"),
             logger: logger, onConnect: declare)
         let publisher = AMQPConnection(
@@ -133,9 +138,13 @@ public final class WorkerService: Service {
             _ = await publisher.waitUntilConnected(timeout: .milliseconds(200))
         }
         consumer.start()
-        logger.info(
-            "worker started",
-            metadata: ["queue": .string(topology.workQueue(handler.type)), "concurrency": .stringConvertible(settings.concurrency)])
+        var started: Logger.Metadata = ["queue": .string(topology.workQueue(handler.type)), "concurrency": .stringConvertible(settings.concurrency)]
+        if let prefetch = settings.prefetch {
+            // What an operator tuning one of the two needs to see: the smaller one is what runs.
+            started["prefetch"] = .stringConvertible(prefetch)
+            started["effectiveConcurrency"] = .stringConvertible(min(settings.concurrency, prefetch))
+        }
+        logger.info("worker started", metadata: started)
         await withGracefulShutdownHandler {
             await consumeUntilStopped()
         } onGracefulShutdown: {
@@ -148,9 +157,11 @@ public final class WorkerService: Service {
     }
 
     private func consumeUntilStopped() async {
-        let inFlight = Gauge(label: "herald_worker_in_flight", dimensions: [("type", handler.type.rawValue)])
+        let inFlight = InFlightGauge(type: handler.type)
         // Child tasks return true only for the grace timer.
         await withTaskGroup(of: Bool.self) { group in
+            // Children not yet reaped: the group is only reaped when full, so this is the admission
+            // count, not what is in flight (finished jobs count here until the next delivery).
             var running = 0
             for await delivery in consumer.deliveries {
                 if stopping.withLock({ $0 }) {
@@ -160,12 +171,13 @@ public final class WorkerService: Service {
                 }
                 if running >= settings.concurrency, await group.next() != nil { running -= 1 }
                 running += 1
-                inFlight.record(running)
+                inFlight.started()
                 // The place in the provider's line is taken here, in delivery order.
                 let ticket = pacer?.ticket()
                 group.addTask {
                     await self.process(delivery, ticket: ticket)
                     if let ticket { self.pacer?.leave(ticket) }
+                    inFlight.finished()
                     return false
                 }
             }
@@ -177,12 +189,10 @@ public final class WorkerService: Service {
             }
             while running > 0, let isTimer = await group.next(), isTimer == false {
                 running -= 1
-                inFlight.record(running)
             }
             if running > 0 { logger.warning("shutdown grace elapsed; abandoning in-flight jobs", metadata: ["count": .stringConvertible(running)]) }
             group.cancelAll()
         }
-        inFlight.record(0)
     }
 
     // MARK: one job
@@ -440,6 +450,30 @@ extension JobLifecycle.Note.Level {
         case .notice: .notice
         case .warning: .warning
         case .error: .error
+        }
+    }
+}
+
+/// `herald_worker_in_flight{type}`: jobs started and not yet finished, counted by the jobs themselves.
+/// (It used to record the task group's unreaped children, which only shrink when the group is full,
+/// so an idle worker went on reporting 49–64 jobs in flight.)
+/// Recorded under the lock: two jobs finishing at once must not leave the older value last.
+final class InFlightGauge: Sendable {
+    private let count = Mutex(0)
+    private let gauge: Gauge
+
+    init(type: JobType) {
+        gauge = Gauge(label: "herald_worker_in_flight", dimensions: [("type", type.rawValue)])
+        gauge.record(0)
+    }
+
+    func started() { change(by: 1) }
+    func finished() { change(by: -1) }
+
+    private func change(by delta: Int) {
+        count.withLock { count in
+            count += delta
+            gauge.record(count)
         }
     }
 }

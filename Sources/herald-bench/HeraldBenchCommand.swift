@@ -478,7 +478,7 @@ struct BenchStack: Sendable {
     /// Workers run with deploy/config/herald-worker.yaml's pool and parallelism: claims and outcomes
     /// travel in batches, so a few connections suffice (each idle one costs memory), and 128 jobs in
     /// flight hide the batches' round trips (PostgreSQL drain 3,700 jobs/s at 64, 5,200 at 128).
-    static let workerEnvironment = ["HERALD_STORE_POOL_SIZE": "4", "HERALD_AMQP_PREFETCH": "128", "HERALD_WORKERS_SMS_CONCURRENCY": "128"]
+    static let workerEnvironment = ["HERALD_STORE_POOL_SIZE": "4", "HERALD_WORKERS_SMS_PREFETCH": "128", "HERALD_WORKERS_SMS_CONCURRENCY": "128"]
 
     static func phone(_ index: Int) -> String {
         // +1 555 2xx xxxx … +1 555 9xx xxxx: valid NANP, distinct per index.

@@ -51,6 +51,18 @@ struct ConfigurationTests {
         #expect(project.phone.codeTTL == .seconds(300))
     }
 
+    @Test("workers.<type>.prefetch defaults to amqp.prefetch and overrides it per worker type, within 1…2000")
+    func workerPrefetch() throws {
+        let shared = try ConfigurationLoader.parse(yaml: Self.minimal + "\namqp: {prefetch: 40}")
+        let prefetches: [Int] = [shared.workers.sms.prefetch, shared.workers.email.prefetch, shared.workers.push.prefetch]
+        #expect(prefetches == [40, 40, 40])
+        let own = try ConfigurationLoader.parse(yaml: Self.minimal, environment: ["HERALD_WORKERS_SMS_PREFETCH": "128"])
+        #expect(own.workers.sms.prefetch == 128)
+        #expect(own.workers.email.prefetch == 32)
+        let refused = problem(Self.minimal + "\nworkers: {sms: {prefetch: 0}}")
+        #expect(refused?.key == "workers.sms.prefetch")
+    }
+
     @Test("defaults fill everything a minimal file leaves out")
     func defaults() throws {
         let configuration = try ConfigurationLoader.parse(yaml: Self.minimal)

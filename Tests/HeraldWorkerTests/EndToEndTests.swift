@@ -80,6 +80,21 @@ struct EndToEndTests {
                 await eventually { (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self).contains(sentLine) } == true })
             let metrics = String(decoding: try await probe.get("/metrics").body, as: UTF8.self)
             #expect(metrics.contains("herald_worker_enqueue_to_sent_seconds_bucket"))
+            // Ten jobs at once, then idle: in flight goes back to 0 (it used to stay at the last count).
+            for index in 0..<10 { _ = try await stack.sendCode(to: "+1555555\(1000 + index)") }
+            try await stack.waitForGateway(11)
+            // The start-up line says what runs at once: min(concurrency 16, prefetch 32) in the test configuration.
+            let startLine = stack.workers.first?.output.split(separator: "\n").first { $0.contains("worker started") } ?? ""
+            #expect(startLine.contains(#""effectiveConcurrency":"16""#), "\(startLine)")
+            #expect(startLine.contains(#""prefetch":"32""#), "\(startLine)")
+            let idle = #"herald_worker_in_flight{type="sms"} 0"#
+            let settled = await eventually {
+                (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self).contains(idle) } == true
+            }
+            let gauge = String(decoding: try await probe.get("/metrics").body, as: UTF8.self).split(separator: "\n").filter {
+                $0.contains("in_flight")
+            }
+            #expect(settled, "\(gauge)")
         }
     }
 }

@@ -278,10 +278,12 @@ extension HeraldConfiguration {
         try push.finish()
 
         let workers = try root.section("workers")
+        let sharedPrefetch = self.amqp.prefetch
         func worker(_ name: String, concurrency: Int, delays: [Duration], port: Int) throws -> Worker {
             let section = try workers.section(name)
             let value = Worker(
                 concurrency: try section.int("concurrency", default: concurrency, in: 1...10_000),
+                prefetch: try section.int("prefetch", default: sharedPrefetch, in: 1...2000),
                 retryDelays: try section.durationList("retryDelays", default: delays, in: .milliseconds(100) ... .seconds(86_400)),
                 throttleDelays: try section.durationList(
                     "throttleDelays", default: [.milliseconds(250), .seconds(1), .seconds(5), .seconds(30)],

@@ -374,6 +374,9 @@ public struct HeraldConfiguration: Sendable {
     public struct Worker: Sendable {
         /// Jobs processed at once by one process.
         public var concurrency: Int
+        /// Unacknowledged deliveries on this worker's consumer (`workers.<type>.prefetch`, else
+        /// `amqp.prefetch`). A process works on min(concurrency, prefetch) jobs at once.
+        public var prefetch: Int
         /// Delay queues, shortest first; one retry per entry.
         public var retryDelays: [Duration]
         /// Delay queues for throttled jobs (per-number spacing waits longer than `throttleHold`), shortest first.
