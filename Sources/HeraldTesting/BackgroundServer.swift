@@ -22,7 +22,9 @@ public final class BackgroundServer: Sendable {
             onServerRunning: { channel in bound.withLock { $0 = channel.localAddress?.port } }, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let task = Task { try await group.run() }
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: binding takes milliseconds, but Swift Testing starts every test at once, and until the
+        // CPU-heavy starts (keys, processes) are through, this task may not run for many seconds.
+        let deadline = ContinuousClock.now + .seconds(60)
         while bound.withLock({ $0 }) == nil {
             guard ContinuousClock.now < deadline else { throw TestFailure("test server did not start") }
             try await Task.sleep(for: .milliseconds(10))

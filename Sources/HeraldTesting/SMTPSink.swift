@@ -89,11 +89,17 @@ public final class SMTPSink: Sendable {
     /// DATA commands seen (accepted or refused).
     public var attempts: Int { events("data").count }
 
+    /// SIGTERM now, SIGKILL two seconds later if it is still there, without waiting: tests call this
+    /// from `defer` on the cooperative pool, and blocking a pool thread for the sink's exit (up to two
+    /// seconds, two threads on two cores) starved the HTTP servers other tests run in this process.
     public func stop() {
         guard process.isRunning else { return }
         process.terminate()
-        for _ in 0..<100 where process.isRunning { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let process = self.process
+        Thread {
+            for _ in 0..<100 where process.isRunning { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }.start()
     }
 }
 
