@@ -1,3 +1,4 @@
+import HeraldAMQP
 import HeraldCore
 import HeraldRuntime
 import Logging
@@ -23,9 +24,11 @@ public enum WorkerProcess {
             host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout, logger: logger,
             isReady: { worker.isReady },
             onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
+        let gauges = QueueGauges(
+            connection: publisher, queues: topology.queues(handler.type), interval: workerConfiguration.queuePollInterval, logger: logger)
         // Services stop in reverse order: the worker drains first, the health endpoint goes last.
         let group = ServiceGroup(
-            configuration: .init(services: [health, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(services: [health, gauges, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }

@@ -245,6 +245,12 @@ public final class WorkerService: Service {
         // Producers publish attempt 0 (so does a replay, which first marks the ledger row pending again).
         let retried = if case .int(let attempt) = delivery.headers["x-herald-attempt"] { attempt > 0 } else { false }
         let seenBefore = delivery.redelivered || retried || delivery.headers["x-herald-throttled"] != nil
+        if seenBefore == false {
+            // How long a fresh job waited in the queue: the backlog signal to scale workers on. Retries and
+            // throttled returns are left out, since their waits are deliberate.
+            Timer(label: "herald_worker_queue_wait_seconds", dimensions: [("type", type)])
+                .record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
+        }
         let spacing = handler.spacingChecks(for: job)
         var machine = JobLifecycle(
             expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: settings.lifecycle)

@@ -67,7 +67,7 @@ struct EndToEndTests {
     func workerEndpoints() async throws {
         try await StackHarness.run { stack in
             let port = freePort()
-            try await stack.startWorker(metricsPort: port)
+            try await stack.startWorker(metricsPort: port, environment: ["HERALD_WORKERS_SMS_QUEUE_POLL_INTERVAL": "200ms"])
             let probe = HeraldClient(port: port)
             #expect(try await probe.get("/healthz").status == 200)
             #expect(await eventually { (try? await probe.get("/readyz"))?.status == 200 })
@@ -80,6 +80,17 @@ struct EndToEndTests {
                 await eventually { (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self).contains(sentLine) } == true })
             let metrics = String(decoding: try await probe.get("/metrics").body, as: UTF8.self)
             #expect(metrics.contains("herald_worker_enqueue_to_sent_seconds_bucket"))
+            #expect(metrics.contains(#"herald_worker_queue_wait_seconds_count{type="sms"} 1"#))
+            // What the broker says about the worker's queues, read every 200 ms here.
+            let consumers = #"herald_queue_consumers{queue="\#(stack.topology.workQueue(.sms))"} 1"#
+            let dead = #"herald_queue_messages_ready{queue="\#(stack.topology.deadQueue(.sms))"} 0"#
+            #expect(
+                await eventually {
+                    (try? await probe.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self) }.map {
+                        $0.contains(consumers) && $0.contains(dead)
+                    }
+                        == true
+                })
             // Ten jobs at once, then idle: in flight goes back to 0 (it used to stay at the last count).
             for index in 0..<10 { _ = try await stack.sendCode(to: "+1555555\(1000 + index)") }
             try await stack.waitForGateway(11)

@@ -155,7 +155,8 @@ struct FaultTests {
         ) { stack in
             try await stack.startAPI()
             stack.gateway.setFallback(.init(status: 200, delay: .seconds(1.5)))
-            let first = try await stack.startWorker()
+            // Queue polling off: the idle gauge service must neither end the worker nor spoil its exit status.
+            let first = try await stack.startWorker(environment: ["HERALD_WORKERS_SMS_QUEUE_POLL_INTERVAL": "0s"])
             for index in 0..<8 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 200 + index))") }
             try await stack.waitForGateway(4)
             let status = await first.terminate()

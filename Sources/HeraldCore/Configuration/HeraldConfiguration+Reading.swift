@@ -292,7 +292,8 @@ extension HeraldConfiguration {
                 throttleHold: try section.duration("throttleHold", default: .seconds(5), in: .zero ... .seconds(60)),
                 metricsPort: try section.int("metricsPort", default: port, in: 0...65535),
                 shutdownGrace: try section.duration("shutdownGrace", default: .seconds(25), in: .seconds(1) ... .seconds(600)),
-                retryUncertain: try section.bool("retryUncertain", default: false))
+                retryUncertain: try section.bool("retryUncertain", default: false),
+                queuePollInterval: try section.duration("queuePollInterval", default: .seconds(15), in: .zero ... .seconds(3600)))
             guard (1...10).contains(value.retryDelays.count) else {
                 throw section.fail("retryDelays", "must list between 1 and 10 delays")
             }

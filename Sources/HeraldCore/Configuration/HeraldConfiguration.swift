@@ -390,6 +390,8 @@ public struct HeraldConfiguration: Sendable {
         public var shutdownGrace: Duration
         /// Resend when a previous attempt may have reached the provider (risks a duplicate).
         public var retryUncertain: Bool
+        /// How often the worker reads its queues' depth and consumers for `/metrics` (zero: never).
+        public var queuePollInterval: Duration
     }
 
     /// The project an API key selects.
