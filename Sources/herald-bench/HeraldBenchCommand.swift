@@ -243,27 +243,19 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 try await group.waitForAll()
             }
             print(String(format: "(e) [%@] backlog of %d queued in %.1f s", label, backlog, (ContinuousClock.now - started).seconds))
-            // What else works while the worker drains: the store, the broker, the fake gateway, the machine.
-            let others: [(String, () -> [Int32])] = [
-                ("RabbitMQ", { ProcessCPU.pids(named: "beam.smp") }), ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }),
-                ("herald-bench (fake gateway)", { [getpid()] }),
-            ]
-            let othersBefore = others.map { ProcessCPU.seconds($0.1()) }
-            let machineBefore = ProcessCPU.machineBusySeconds()
             let worker = try stack.startWorker()
+            // What else works while the worker drains: the store, the broker, the fake gateway, the machine.
+            let watch = CPUWatch([
+                ("herald-sms-worker", { [worker.pid] }), ("RabbitMQ", { ProcessCPU.pids(named: "beam.smp") }),
+                ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }), ("herald-bench (fake gateway)", { [getpid()] }),
+            ])
             let drainStart = ContinuousClock.now
             guard await eventually(timeout: .seconds(600), { stack.gateway.received.count >= backlog }) else {
                 throw TestFailure("the worker did not drain the backlog: \(stack.gateway.received.count) of \(backlog)")
             }
             let seconds = (ContinuousClock.now - drainStart).seconds
             let cpu = cpuSeconds(worker.pid)
-            var shares = [("herald-sms-worker", cpu / seconds * 100)]
-            shares += zip(others, othersBefore).map { ($0.0, (ProcessCPU.seconds($0.1()) - $1) / seconds * 100) }
-            shares.append(
-                (
-                    "whole machine (of \(ProcessInfo.processInfo.activeProcessorCount * 100))",
-                    (ProcessCPU.machineBusySeconds() - machineBefore) / seconds * 100
-                ))
+            let shares = watch.used().shares
             let result = (Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, Self.mebibytes(peak(worker.pid)), shares)
             print(
                 String(

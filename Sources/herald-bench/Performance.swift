@@ -66,14 +66,14 @@ extension HeraldBenchCommand {
         "CPU % during the c64 run: load driver": "—",
         "CPU % during the c64 run: herald-sms-worker": "—",
         "CPU % during the c64 run: herald-bench (fake gateway)": "—",
-        "CPU % during the c64 run: whole machine (of 200)": "—",
+        "CPU % during the c64 run: whole machine": "—",
         "whole machine CPU µs per accepted send": "—",
         "sends/s these cores carry if herald-api cost nothing": "—",
         "CPU % during the drain: herald-sms-worker": "—",
         "CPU % during the drain: RabbitMQ": "—",
         "CPU % during the drain: PostgreSQL": "—",
         "CPU % during the drain: herald-bench (fake gateway)": "—",
-        "CPU % during the drain: whole machine (of 200)": "—",
+        "CPU % during the drain: whole machine": "—",
     ]
 
     /// The broker's ceilings on this machine in this run: one publisher with 500 confirms in flight,
@@ -137,12 +137,10 @@ extension HeraldBenchCommand {
             for (name, share) in load.cpuShares { table.add("CPU % during the c64 run: \(name)", variant.label, share) }
             // The proof of what saturates first: all the machine's CPU per send, and the sends/s its cores
             // would carry if herald-api itself cost nothing (broker, worker, gateway and driver unchanged).
-            if let machine = load.cpuShares.last?.1, load.perSecond > 0 {
-                let perSend = machine / 100 / load.perSecond * 1_000_000
-                table.add("whole machine CPU µs per accepted send", variant.label, perSend)
-                let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
-                table.add("sends/s these cores carry if herald-api cost nothing", variant.label, cores * 1_000_000 / max(1, perSend - load.apiCPU))
-            }
+            table.add("whole machine CPU µs per accepted send", variant.label, load.machineCPU)
+            let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+            table.add(
+                "sends/s these cores carry if herald-api cost nothing", variant.label, cores * 1_000_000 / max(1, load.machineCPU - load.apiCPU))
             if let ceiling = table.lastValue("broker: raw publish with confirms, 500 in flight, msg/s") {
                 table.add("API sends/s as a share of raw publish", variant.label, load.perSecond / ceiling * 100)
             }
@@ -171,16 +169,15 @@ extension HeraldBenchCommand {
 
     /// 64 connections sending back to back for `throughputSeconds` (wrk with a script that gives every
     /// request its own number, or the built-in client), with the CPU every process used meanwhile.
-    func closedLoopLoad(_ stack: BenchStack) async throws -> (accepted: Int, perSecond: Double, apiCPU: Double, cpuShares: [(String, Double)]) {
-        let processes: [(String, () -> [Int32])] = [
+    func closedLoopLoad(_ stack: BenchStack) async throws -> (
+        accepted: Int, perSecond: Double, apiCPU: Double, machineCPU: Double, cpuShares: [(String, Double)]
+    ) {
+        let watch = CPUWatch([
             ("herald-api(s)", { stack.apis.map(\.pid) }), ("RabbitMQ", { ProcessCPU.pids(named: "beam.smp") }),
-            ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }),
-            ("herald-sms-worker", { stack.workers.withLock { $0.map(\.pid) } }),
+            ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }), ("herald-sms-worker", { stack.workers.withLock { $0.map(\.pid) } }),
             ("herald-bench (fake gateway)", { [getpid()] }),
-        ]
-        let before = processes.map { ProcessCPU.seconds($0.1()) }
+        ])
         let driverBefore = ProcessCPU.childrenSeconds()
-        let machineBefore = ProcessCPU.machineBusySeconds()
         let started = ContinuousClock.now
         let accepted: Int
         if Wrk.available {
@@ -201,22 +198,18 @@ extension HeraldBenchCommand {
             accepted = try await throughput(stack).accepted
         }
         let seconds = (ContinuousClock.now - started).seconds
-        let used = zip(processes, before).map { process, start in (process.0, ProcessCPU.seconds(process.1()) - start) }
-        var shares = used.map { ($0.0, $0.1 / seconds * 100) }
-        shares.append(("load driver", (ProcessCPU.childrenSeconds() - driverBefore) / seconds * 100))
-        shares.append(
-            (
-                "whole machine (of \(ProcessInfo.processInfo.activeProcessorCount * 100))",
-                (ProcessCPU.machineBusySeconds() - machineBefore) / seconds * 100
-            ))
-        let apiCPU = (used.first?.1 ?? 0) / Double(max(1, accepted)) * 1_000_000
+        let used = watch.used()
+        var shares = used.shares
+        shares.insert(("load driver", (ProcessCPU.childrenSeconds() - driverBefore) / seconds * 100), at: shares.count - 1)
+        let apiCPU = (used.seconds.first ?? 0) / Double(max(1, accepted)) * 1_000_000
+        let machineCPU = used.machineSeconds / Double(max(1, accepted)) * 1_000_000
         print(
             String(
                 format:
                     "(b) sendVerificationCode at concurrency 64, default limits: %d accepted in %.1f s = %.0f req/s; herald-api CPU %.0f µs per send; CPU %@",
                 accepted, seconds, Double(accepted) / seconds, apiCPU,
                 shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", ")))
-        return (accepted, Double(accepted) / seconds, apiCPU, shares)
+        return (accepted, Double(accepted) / seconds, apiCPU, machineCPU, shares)
     }
 
     /// The top ten functions of herald-api under load (perf record, sampling), when perf is installed.
@@ -295,6 +288,28 @@ final class Table: Sendable {
         for row in rows {
             Swift.print(pad(row, 58) + pad(targets[row] ?? "", 36) + used.map { pad(cell(values[row]?[$0] ?? []), 24) }.joined())
         }
+    }
+}
+
+/// The CPU that named processes and the whole machine used from its creation until `used()`: the
+/// shares (% of one core; the machine's last, "whole machine", 100 per core) and the seconds.
+struct CPUWatch {
+    let processes: [(name: String, pids: () -> [Int32])]
+    let before: [Double]
+    let machineBefore = ProcessCPU.machineBusySeconds()
+    let started = ContinuousClock.now
+
+    init(_ processes: [(name: String, pids: () -> [Int32])]) {
+        self.processes = processes
+        before = processes.map { ProcessCPU.seconds($0.pids()) }
+    }
+
+    func used() -> (shares: [(String, Double)], seconds: [Double], machineSeconds: Double) {
+        let elapsed = (ContinuousClock.now - started).seconds
+        let seconds = zip(processes, before).map { process, start in ProcessCPU.seconds(process.pids()) - start }
+        let machine = ProcessCPU.machineBusySeconds() - machineBefore
+        let shares = zip(processes, seconds).map { ($0.name, $1 / elapsed * 100) } + [("whole machine", machine / elapsed * 100)]
+        return (shares, seconds, machine)
     }
 }
 
