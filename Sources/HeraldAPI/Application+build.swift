@@ -61,7 +61,7 @@ public struct APIDependencies: Sendable {
             configuration: configuration, store: store,
             publisher: AMQPJobPublisher(connection: connection, topology: topology, keys: HeraldKeys(master: sealingKey)),
             keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected },
-            services: [connection, StoreMaintenance(store: store, logger: logger)])
+            services: [connection, StoreMaintenance(store: store, retention: configuration.ledger.retention, logger: logger)])
     }
 }
 
@@ -101,6 +101,8 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         admin: AdminAuthorization(tokens: configuration.admin.tokens), idleTimeout: idleTimeout
     ).register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)
+    MessageRoutes(ledger: dependencies.store, admin: AdminAuthorization(tokens: configuration.admin.tokens), clock: dependencies.clock)
+        .register(on: router)
     EmulatorRoutes(store: dependencies.store, keys: dependencies.keys, configuration: configuration, clock: dependencies.clock).register(on: router)
 
     let jwks = dependencies.tokens.jwksDocument
@@ -125,11 +127,17 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
 
 /// Housekeeping on the shared store, once a minute: deletes sessions a day after they expired (until
 /// then they answer SESSION_EXPIRED, not INVALID_SESSION_INFO) and rate-limit keys whose time has
-/// passed, and publishes the last hour's verified÷sent ratio per country — a collapse of that ratio is
-/// the signature of SMS pumping.
+/// passed, deletes ledger rows unchanged for `ledger.retention`, and publishes the last hour's
+/// verified÷sent ratio per country — a collapse of that ratio is the signature of SMS pumping.
 struct StoreMaintenance: Service {
-    let store: any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore
+    let store: any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger
+    let retention: Duration
     let logger: Logger
+
+    /// Ledger rows deleted per statement, and statements per pass: short transactions that never hold
+    /// the table; a backlog (a retention just shortened) is worked off over several minutes.
+    static let purgeChunk = 1000
+    static let purgeChunksPerPass = 50
 
     func run() async throws {
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
@@ -139,6 +147,7 @@ struct StoreMaintenance: Service {
                 _ = try await store.purgeRates(before: now.microsecondsSince1970)
                 _ = try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(-86_400))
                 _ = try await store.purgeOobCodes(expiredBefore: now.addingTimeInterval(-86_400))
+                try await purgeLedger(now: now)
                 for entry in try await store.conversion(since: now.addingTimeInterval(-3600)) {
                     let dimensions = [("country", entry.region)]
                     Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)
@@ -151,5 +160,16 @@ struct StoreMaintenance: Service {
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
         }
+    }
+
+    func purgeLedger(now: Date) async throws {
+        let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
+        var purged = 0
+        for _ in 0..<Self.purgeChunksPerPass {
+            let removed = try await store.purgeMessages(updatedBefore: cutoff, limit: Self.purgeChunk)
+            purged += removed
+            if removed < Self.purgeChunk || Task.isShuttingDownGracefully { break }
+        }
+        if purged > 0 { Counter(label: "herald_ledger_purged_total").increment(by: purged) }
     }
 }

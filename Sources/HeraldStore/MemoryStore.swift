@@ -8,14 +8,16 @@ import Synchronization
 /// millisecond, as the SQL stores keep them.
 public final class MemoryStore: HeraldStoreProtocol {
     private struct Delivery {
-        var projectID: String
-        var type: JobType
-        var destination: String
-        var status: DeliveryStatus
+        var record: MessageRecord
         var owner: String?
-        var attempts: Int
-        var reason: String?
-        var segments: SMSSegments?
+
+        init(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) {
+            let now = now.keptToMilliseconds
+            record = MessageRecord(
+                id: jobID, project: projectID, type: type, destination: destination, template: nil, locale: nil, status: .pending, attempts: 0,
+                provider: nil, providerMessageID: nil, producer: nil, segments: nil, encoding: nil, lastError: nil, createdAt: now,
+                updatedAt: now, storedEvents: [])
+        }
     }
 
     private struct State {
@@ -277,8 +279,7 @@ public final class MemoryStore: HeraldStoreProtocol {
             state.sessions[session.id] = session.keptToMilliseconds
             if let jobID = session.jobID, state.deliveries[jobID] == nil {
                 state.deliveries[jobID] = Delivery(
-                    projectID: session.projectID, type: .sms, destination: session.phoneNumber, status: .pending, owner: nil, attempts: 0,
-                    reason: nil)
+                    jobID: jobID, projectID: session.projectID, type: .sms, destination: session.phoneNumber, now: session.createdAt)
             }
             return .admitted
         }
@@ -289,43 +290,99 @@ public final class MemoryStore: HeraldStoreProtocol {
     public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
         state.withLock { state in
             guard state.deliveries[jobID] == nil else { return }
-            state.deliveries[jobID] = Delivery(
-                projectID: projectID, type: type, destination: destination, status: .pending, owner: nil, attempts: 0, reason: nil)
+            state.deliveries[jobID] = Delivery(jobID: jobID, projectID: projectID, type: type, destination: destination, now: now)
         }
     }
 
     public func claimDelivery(
-        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, description: DeliveryDescription, now: Date,
+        reclaimInDoubt: Bool
     ) async throws -> DeliveryClaim {
         state.withLock { state in
             guard var delivery = state.deliveries[jobID] else { return .unknown }
-            if delivery.projectID != projectID { return .mismatch(field: "project") }
-            if delivery.type != type { return .mismatch(field: "type") }
-            if delivery.destination != destination { return .mismatch(field: "to") }
-            switch delivery.status {
-            case .pending, .retrying: break
+            if delivery.record.project != projectID { return .mismatch(field: "project") }
+            if delivery.record.type != type { return .mismatch(field: "type") }
+            if delivery.record.destination != destination { return .mismatch(field: "to") }
+            switch delivery.record.status {
+            case .pending, .retrying, .throttled: break
             case .sending where reclaimInDoubt: break
             case .sending: return .inDoubt(owner: delivery.owner ?? "unknown")
-            default: return .finished(delivery.status)
+            default: return .finished(delivery.record.status)
             }
-            delivery.status = .sending
             delivery.owner = owner
-            delivery.attempts += 1
+            delivery.record.status = .sending
+            delivery.record.attempts += 1
+            delivery.record.updatedAt = now.keptToMilliseconds
+            delivery.record.template = description.template ?? delivery.record.template
+            delivery.record.locale = description.locale ?? delivery.record.locale
+            delivery.record.provider = description.provider ?? delivery.record.provider
+            delivery.record.producer = description.producer ?? delivery.record.producer
+            delivery.record.storedEvents.append(
+                MessageEvent(status: .sending, at: now.keptToMilliseconds, detail: "attempt \(delivery.record.attempts) by \(owner)"))
             state.deliveries[jobID] = delivery
-            return .claimed(attempt: delivery.attempts)
+            return .claimed(attempt: delivery.record.attempts)
         }
     }
 
-    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date) async throws {
+    public func recordDelivery(
+        jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, detail: String?, now: Date
+    ) async throws {
         state.withLock { state in
-            state.deliveries[jobID]?.status = status
-            state.deliveries[jobID]?.reason = reason
-            if let segments { state.deliveries[jobID]?.segments = segments }
+            guard var record = state.deliveries[jobID]?.record else { return }
+            record.status = status
+            record.lastError = reason
+            record.updatedAt = now.keptToMilliseconds
+            if let segments {
+                record.segments = segments.segments
+                record.encoding = segments.encoding.rawValue
+            }
+            record.providerMessageID = providerMessageID ?? record.providerMessageID
+            record.storedEvents.append(Self.event(MessageStatus(status), now, detail ?? reason))
+            state.deliveries[jobID]?.record = record
         }
+    }
+
+    public func noteDelivery(jobID: UUID, status: MessageStatus, detail: String?, now: Date) async throws {
+        state.withLock { state in state.deliveries[jobID]?.record.storedEvents.append(Self.event(status, now, detail)) }
+    }
+
+    /// An event as the SQL stores keep it (their line format flattens and shortens the detail).
+    private static func event(_ status: MessageStatus, _ now: Date, _ detail: String?) -> MessageEvent {
+        MessageEvent.parse(MessageEvent(status: status, at: now, detail: detail).storedLine)[0]
     }
 
     public func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)? {
-        state.withLock { state in state.deliveries[jobID].map { ($0.status, $0.reason, $0.attempts) } }
+        state.withLock { state in state.deliveries[jobID].map { ($0.record.status, $0.record.lastError, $0.record.attempts) } }
+    }
+
+    // MARK: MessageLedger
+
+    public func message(id: UUID) async throws -> MessageRecord? {
+        state.withLock { state in state.deliveries[id]?.record }
+    }
+
+    public func messages(_ query: MessageQuery) async throws -> MessagePage {
+        let key = { (record: MessageRecord) in (record.createdAt.millisecondsSince1970, record.id.uuidString.lowercased()) }
+        let matching = state.withLock { state in
+            state.deliveries.values.map(\.record).filter { record in
+                (query.to.map { record.destination == $0 } ?? true) && (query.statuses.map { $0.contains(record.status) } ?? true)
+                    && (query.type.map { record.type == $0 } ?? true) && (query.project.map { record.project == $0 } ?? true)
+                    && (query.since.map { record.createdAt >= $0.keptToMilliseconds } ?? true)
+                    && (query.after.map { key(record) < ($0.createdMs, $0.id) } ?? true)
+            }
+        }.sorted { key($0) > key($1) }
+        let page = Array(matching.prefix(query.pageSize))
+        let next = matching.count > query.pageSize ? page.last.map { MessageCursor(createdMs: key($0).0, id: key($0).1) } : nil
+        return MessagePage(messages: page, next: next)
+    }
+
+    public func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int {
+        state.withLock { state in
+            let old = state.deliveries.values.map(\.record).filter { $0.updatedAt < date.keptToMilliseconds }.sorted { $0.updatedAt < $1.updatedAt }
+                .prefix(max(1, limit))
+            for record in old { state.deliveries[record.id] = nil }
+            return old.count
+        }
     }
 
     // MARK: RateLimitStore

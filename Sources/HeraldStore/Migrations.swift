@@ -149,6 +149,20 @@ public enum Migrations {
         ALTER TABLE verification_sessions ADD COLUMN verified INTEGER NOT NULL DEFAULT 0;
         UPDATE verification_sessions SET verified = 1 WHERE consumed_at_ms IS NOT NULL;
         """,
+        // 6: the message ledger operators read: what the worker knew (template, locale, provider,
+        // producer), the provider's message id, and each transition as a line in `events`
+        // (`MessageEvent.storedLine`; appending is one concatenation in the UPDATE that changes the
+        // status, so it costs no extra statement or index entry). Listings by destination and by age.
+        """
+        ALTER TABLE deliveries ADD COLUMN template TEXT;
+        ALTER TABLE deliveries ADD COLUMN locale TEXT;
+        ALTER TABLE deliveries ADD COLUMN provider TEXT;
+        ALTER TABLE deliveries ADD COLUMN provider_message_id TEXT;
+        ALTER TABLE deliveries ADD COLUMN producer TEXT;
+        ALTER TABLE deliveries ADD COLUMN events TEXT;
+        CREATE INDEX deliveries_destination ON deliveries (destination, created_at_ms);
+        CREATE INDEX deliveries_created ON deliveries (created_at_ms);
+        """,
     ]
 
     /// The same steps for PostgreSQL, derived so the two schemas cannot drift: SQLite's INTEGER, REAL

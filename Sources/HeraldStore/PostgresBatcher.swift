@@ -4,7 +4,7 @@ import Metrics
 import Synchronization
 
 /// Group commit for PostgreSQL's hot paths: send admissions and the worker's claims and outcomes
-/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v2` call (one
+/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v3` call (one
 /// transaction, one round trip). Each caller is answered with its own row once the batch committed.
 ///
 /// One batch in flight per process: every send locks the same few rows (project, country, client IP
@@ -12,8 +12,12 @@ import Synchronization
 final class PostgresBatcher: Sendable {
     enum Operation: Sendable {
         case admit(SendAdmission)
-        case claim(jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool)
-        case record(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date)
+        case claim(
+            jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, description: DeliveryDescription, now: Date,
+            reclaimInDoubt: Bool)
+        /// `event`: the line appended to the row's events (`MessageEvent.storedLine`).
+        case record(
+            jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, event: String, now: Date)
     }
 
     /// One row of the batch's answer.
@@ -72,7 +76,7 @@ final class PostgresBatcher: Sendable {
         do {
             let rows = try await backend.statement(
                 """
-                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v2(?::jsonb)
+                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v3(?::jsonb)
                 """, [.text(Self.body(batch.map(\.operation)))])
             var answers = [Answer?](repeating: nil, count: batch.count)
             for row in rows {
@@ -82,7 +86,7 @@ final class PostgresBatcher: Sendable {
                 if let answer {
                     waiting.continuation.resume(returning: answer)
                 } else {
-                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v2 left an operation unanswered"))
+                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v3 left an operation unanswered"))
                 }
             }
         } catch let error as StoreError where batch.count > 1 && error.isUnique {
@@ -98,17 +102,22 @@ final class PostgresBatcher: Sendable {
         writer.list(
             operations.map { operation -> JSONWriter.Value in
                 switch operation {
-                case .claim(let jobID, let project, let type, let destination, let owner, let now, let reclaim):
+                case .claim(let jobID, let project, let type, let destination, let owner, let description, let now, let reclaim):
+                    let event = SQLStore.claimEvent(owner: owner, now: now)
                     return .fields([
                         ("op", .string("claim")), ("jobId", .string(jobID.uuidString.lowercased())), ("project", .string(project)),
                         ("type", .string(type.rawValue)), ("to", .string(destination)), ("owner", .string(owner)),
                         ("nowMs", .integer(now.millisecondsSince1970)), ("reclaim", .string(reclaim ? "true" : "false")),
+                        ("template", description.template.map { .string($0) }), ("locale", description.locale.map { .string($0) }),
+                        ("provider", description.provider.map { .string($0) }), ("producer", description.producer.map { .string($0) }),
+                        ("eventHead", .string(event.head)), ("eventTail", .string(event.tail)),
                     ])
-                case .record(let jobID, let status, let reason, let segments, let now):
+                case .record(let jobID, let status, let reason, let segments, let providerMessageID, let event, let now):
                     return .fields([
                         ("op", .string("record")), ("jobId", .string(jobID.uuidString.lowercased())), ("status", .string(status.rawValue)),
                         ("reason", reason.map { .string($0) }), ("segments", segments.map { .integer(Int64($0.segments)) }),
                         ("encoding", segments.map { .string($0.encoding.rawValue) }), ("nowMs", .integer(now.millisecondsSince1970)),
+                        ("providerMessageId", providerMessageID.map { .string($0) }), ("event", .string(event)),
                     ])
                 case .admit(let send):
                     let session = send.session

@@ -41,7 +41,9 @@ enum PostgresRoutines {
     ///   pg_subtrans, which is how two APIs' batches fell to 900 sends/s).
     /// - `claim`: a worker claims a job (`SQLStore.claimDelivery`); verdict claimed (n1 attempt), unknown,
     ///   mismatch (note: the field), inDoubt (note: the owner) or finished (note: the status).
-    /// - `record`: a job's outcome, with its segments when sent.
+    /// - `record`: a job's outcome, with its segments when sent and the provider's message id.
+    /// Claims and records also append the message's event line (`MessageEvent.storedLine`); v3 (schema 6)
+    /// added that, the worker's description of the job, and `throttled` as a claimable status.
     /// Concurrent calls share the transaction: rows every send updates (project, country, IP limits) are
     /// locked and the commit flushed once per batch instead of once per call, which bounded PostgreSQL
     /// at one send per commit before. Every limit row and prefix lock the batch's admissions may take is
@@ -51,7 +53,7 @@ enum PostgresRoutines {
     /// so a concurrent first use of a key cannot slip between the lock and the write. Answers one row
     /// per operation, in order.
     static let batch = """
-        CREATE OR REPLACE FUNCTION herald_batch_v2(p_ops jsonb)
+        CREATE OR REPLACE FUNCTION herald_batch_v3(p_ops jsonb)
         RETURNS TABLE (idx integer, verdict text, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, note text)
         LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
         DECLARE
@@ -85,9 +87,12 @@ enum PostgresRoutines {
             verdict := NULL; n1 := NULL; n2 := NULL; n3 := NULL; n4 := NULL; n5 := NULL; note := NULL;
             CASE v->>'op'
             WHEN 'claim' THEN
-              UPDATE deliveries d SET status = 'sending', owner = v->>'owner', attempts = d.attempts + 1, updated_at_ms = (v->>'nowMs')::bigint
+              UPDATE deliveries d SET status = 'sending', owner = v->>'owner', attempts = d.attempts + 1, updated_at_ms = (v->>'nowMs')::bigint,
+                  template = COALESCE(v->>'template', d.template), locale = COALESCE(v->>'locale', d.locale),
+                  provider = COALESCE(v->>'provider', d.provider), producer = COALESCE(v->>'producer', d.producer),
+                  events = COALESCE(d.events, '') || (v->>'eventHead') || (d.attempts + 1)::text || (v->>'eventTail')
                 WHERE d.job_id = v->>'jobId' AND d.project_id = v->>'project' AND d.type = v->>'type' AND d.destination = v->>'to'
-                  AND (d.status IN ('pending', 'retrying') OR (d.status = 'sending' AND (v->>'reclaim')::boolean))
+                  AND (d.status IN ('pending', 'retrying', 'throttled') OR (d.status = 'sending' AND (v->>'reclaim')::boolean))
                 RETURNING d.attempts INTO v_attempts;
               IF FOUND THEN
                 verdict := 'claimed';
@@ -110,7 +115,9 @@ enum PostgresRoutines {
               END IF;
             WHEN 'record' THEN
               UPDATE deliveries SET status = v->>'status', reason = v->>'reason', updated_at_ms = (v->>'nowMs')::bigint,
-                  segments = COALESCE((v->>'segments')::bigint, segments), encoding = COALESCE(v->>'encoding', encoding)
+                  segments = COALESCE((v->>'segments')::bigint, segments), encoding = COALESCE(v->>'encoding', encoding),
+                  provider_message_id = COALESCE(v->>'providerMessageId', provider_message_id),
+                  events = COALESCE(events, '') || (v->>'event')
                 WHERE job_id = v->>'jobId';
               verdict := 'done';
             ELSE

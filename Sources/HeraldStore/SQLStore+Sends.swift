@@ -36,7 +36,7 @@ extension SQLStore {
     func admitSendInPostgres(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
         guard let batcher else { throw StoreError(.failed, "no batcher") }
         let row = try await batcher.submit(.admit(send)).row
-        guard row.count == 7 else { throw StoreError(.failed, "herald_batch_v2 answered a malformed row") }
+        guard row.count == 7 else { throw StoreError(.failed, "herald_batch_v3 answered a malformed row") }
         switch row[0].string {
         case "admitted": return .admitted
         case "tripped": return .tripped
@@ -51,6 +51,6 @@ extension SQLStore {
                     createdAt: Date(microseconds: created)))
         default: break
         }
-        throw StoreError(.failed, "herald_batch_v2 answered an unknown verdict")
+        throw StoreError(.failed, "herald_batch_v3 answered an unknown verdict")
     }
 }

@@ -194,12 +194,14 @@ public final class SQLStore: HeraldStoreProtocol {
     }
 
     public func claimDelivery(
-        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, description: DeliveryDescription, now: Date,
+        reclaimInDoubt: Bool
     ) async throws -> DeliveryClaim {
         if let batcher {
             let row = try await batcher.submit(
                 .claim(
-                    jobID: jobID, projectID: projectID, type: type, destination: destination, owner: owner, now: now, reclaimInDoubt: reclaimInDoubt)
+                    jobID: jobID, projectID: projectID, type: type, destination: destination, owner: owner, description: description, now: now,
+                    reclaimInDoubt: reclaimInDoubt)
             ).row
             let note = row.count == 7 ? row[6].string : nil
             switch row.first?.string {
@@ -210,18 +212,25 @@ public final class SQLStore: HeraldStoreProtocol {
             case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
             default: break
             }
-            throw StoreError(.failed, "herald_batch_v2 answered a malformed claim")
+            throw StoreError(.failed, "herald_batch_v3 answered a malformed claim")
         }
         let id = jobID.uuidString.lowercased()
-        let claimable = reclaimInDoubt ? "('pending', 'retrying', 'sending')" : "('pending', 'retrying')"
+        let claimable = reclaimInDoubt ? "('pending', 'retrying', 'throttled', 'sending')" : "('pending', 'retrying', 'throttled')"
+        let event = Self.claimEvent(owner: owner, now: now)
         return try await run { db in
             let claimed = try db.query(
                 """
-                UPDATE deliveries SET status = 'sending', owner = ?, attempts = attempts + 1, updated_at_ms = ?
+                UPDATE deliveries SET status = 'sending', owner = ?, attempts = attempts + 1, updated_at_ms = ?,
+                  template = COALESCE(?, template), locale = COALESCE(?, locale), provider = COALESCE(?, provider),
+                  producer = COALESCE(?, producer), events = COALESCE(events, '') || ? || (attempts + 1) || ?
                 WHERE job_id = ? AND project_id = ? AND type = ? AND destination = ? AND status IN \(claimable)
                 RETURNING attempts
                 """,
-                [.text(owner), .integer(now.millisecondsSince1970), .text(id), .text(projectID), .text(type.rawValue), .text(destination)])
+                [
+                    .text(owner), .integer(now.millisecondsSince1970), Self.optional(description.template), Self.optional(description.locale),
+                    Self.optional(description.provider), Self.optional(description.producer), .text(event.head), .text(event.tail),
+                    .text(id), .text(projectID), .text(type.rawValue), .text(destination),
+                ])
             if let attempts = claimed.first?[0].int { return .claimed(attempt: Int(attempts)) }
             guard
                 let row = try db.query(
@@ -239,22 +248,46 @@ public final class SQLStore: HeraldStoreProtocol {
         }
     }
 
-    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date) async throws {
+    /// A claim's event line around the attempt number, which only the UPDATE knows:
+    /// `<ms>\tsending\tattempt ` + n + ` by <owner>\n`.
+    static func claimEvent(owner: String, now: Date) -> (head: String, tail: String) {
+        let line = MessageEvent(status: .sending, at: now, detail: "attempt # by \(owner)").storedLine
+        let parts = line.components(separatedBy: "#")
+        return (parts[0], parts.dropFirst().joined(separator: "#"))
+    }
+
+    static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
+
+    public func recordDelivery(
+        jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, detail: String?, now: Date
+    ) async throws {
+        let event = MessageEvent(status: MessageStatus(status), at: now, detail: detail ?? reason).storedLine
         if let batcher {
-            _ = try await batcher.submit(.record(jobID: jobID, status: status, reason: reason, segments: segments, now: now))
+            _ = try await batcher.submit(
+                .record(
+                    jobID: jobID, status: status, reason: reason, segments: segments, providerMessageID: providerMessageID, event: event, now: now))
             return
         }
         try await run { db in
             try db.query(
                 """
-                UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, segments = COALESCE(?, segments), encoding = COALESCE(?, encoding)
+                UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, segments = COALESCE(?, segments), encoding = COALESCE(?, encoding),
+                  provider_message_id = COALESCE(?, provider_message_id), events = COALESCE(events, '') || ?
                 WHERE job_id = ?
                 """,
                 [
-                    .text(status.rawValue), reason.map(SQLValue.text) ?? .null, .integer(now.millisecondsSince1970),
+                    .text(status.rawValue), Self.optional(reason), .integer(now.millisecondsSince1970),
                     segments.map { .integer(Int64($0.segments)) } ?? .null, segments.map { .text($0.encoding.rawValue) } ?? .null,
-                    .text(jobID.uuidString.lowercased()),
+                    Self.optional(providerMessageID), .text(event), .text(jobID.uuidString.lowercased()),
                 ])
+        }
+    }
+
+    public func noteDelivery(jobID: UUID, status: MessageStatus, detail: String?, now: Date) async throws {
+        let event = MessageEvent(status: status, at: now, detail: detail).storedLine
+        try await run { db in
+            try db.query(
+                "UPDATE deliveries SET events = COALESCE(events, '') || ? WHERE job_id = ?", [.text(event), .text(jobID.uuidString.lowercased())])
         }
     }
 

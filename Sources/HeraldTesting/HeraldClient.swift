@@ -45,8 +45,8 @@ public struct HeraldClient: Sendable {
         try await send("POST", path, apiKey: apiKey, body: Data(form.utf8), contentType: "application/x-www-form-urlencoded")
     }
 
-    public func get(_ path: String) async throws -> Answer {
-        try await send("GET", path, apiKey: nil, body: nil, contentType: nil)
+    public func get(_ path: String, headers: [(String, String)] = []) async throws -> Answer {
+        try await send("GET", path, apiKey: nil, body: nil, contentType: nil, headers: headers)
     }
 
     public func send(

@@ -25,6 +25,8 @@ public struct EmailJobHandler: JobHandler {
 
     public func region(of job: Job) -> String { "" }
 
+    public var providerName: String { channel.name }
+
     public func spacingChecks(for job: Job) -> [LimitCheck] { [] }
 
     public var providerRate: LimitCheck? {

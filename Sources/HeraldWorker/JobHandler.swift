@@ -19,6 +19,21 @@ public protocol JobHandler: Sendable {
     /// The provider's own rate, shared the same way and handed out in delivery order
     /// (`ProviderPacer`); nil when unlimited.
     var providerRate: LimitCheck? { get }
+    /// The provider the jobs go through (`http`, `console`, `smtp`, `apns`), kept on the ledger row.
+    var providerName: String { get }
+}
+
+extension JobHandler {
+    /// What the ledger keeps about `job` when a worker claims it.
+    func description(of job: Job, producer: String?) -> DeliveryDescription {
+        let template: String? =
+            switch job.payload {
+            case .sms(let message): message.template.rawValue
+            case .email(let message): message.template.rawValue
+            case .push: "silentPush"
+            }
+        return DeliveryDescription(template: template, locale: job.locale, provider: providerName, producer: producer)
+    }
 }
 
 /// SMS jobs: open the sealed code, render the text template, hand it to the channel.
@@ -54,6 +69,8 @@ public struct SMSJobHandler: JobHandler {
     public var providerRate: LimitCheck? {
         providerRatePolicy.map { LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: $0) }
     }
+
+    public var providerName: String { channel.name }
 
     public func destination(of job: Job) -> String {
         guard case .sms(let message) = job.payload else { return "" }

@@ -35,6 +35,8 @@ public struct PushJobHandler: JobHandler {
 
     public var providerRate: LimitCheck? { nil }
 
+    public var providerName: String { delivery.name }
+
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {
         guard case .push(let message) = job.payload else { return DeliveryReport(.permanent(reason: "not a push job")) }
         guard let sealed = message.payload["secretSealed"], let secret = try? sealer.open(sealed, jobID: job.id, destination: message.deviceToken)

@@ -277,7 +277,8 @@ public final class WorkerService: Service {
                     action = machine.claimed(
                         try await ledger.claimDelivery(
                             jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job),
-                            owner: settings.instanceID, now: clock.now, reclaimInDoubt: settings.retryUncertain))
+                            owner: settings.instanceID, description: handler.description(of: job, producer: producer(of: delivery)),
+                            now: clock.now, reclaimInDoubt: settings.retryUncertain))
                 } catch {
                     action = machine.claimFailed("\(error)")
                 }
@@ -349,15 +350,27 @@ public final class WorkerService: Service {
         return await pacer.wait(turn, expiresAt: job.expiresAt)
     }
 
+    /// Who published the job, as its `x-herald-producer` header says (nil when it says nothing).
+    private func producer(of delivery: AMQPDelivery) -> String? {
+        if case .string(let producer) = delivery.headers["x-herald-producer"], producer.isEmpty == false { return String(producer.prefix(64)) }
+        return nil
+    }
+
     /// Records the outcome (when there is one), then settles the delivery as the lifecycle decided.
     private func carryOut(_ finish: JobLifecycle.Finish, delivery: AMQPDelivery, job: Job, reserved: Int64?, logger log: Logger) async {
         if let record = finish.record {
             do {
                 try await ledger.recordDelivery(
-                    jobID: job.id, status: record.status, reason: record.reason, segments: record.segments, now: clock.now)
+                    jobID: job.id, status: record.status, reason: record.reason, segments: record.segments,
+                    providerMessageID: record.providerMessageID, detail: record.detail, now: clock.now)
             } catch {
                 log.error("cannot record the delivery outcome", metadata: ["error": .string("\(error)")])
             }
+        }
+        if let status = finish.duplicateOf {
+            // History only: a failure here changes nothing about the job.
+            try? await ledger.noteDelivery(
+                jobID: job.id, status: .duplicateSkipped, detail: "a copy of this \(MessageStatus(status).rawValue) job was skipped", now: clock.now)
         }
         var published = true
         switch finish.settlement {

@@ -50,10 +50,8 @@ struct JobLifecycleTests {
     }
 
     @Test(
-        "a job whose ledger row or claim says it is done is acked as a duplicate, with nothing recorded",
-        arguments: [
-            DeliveryStatus.sent, .failed, .expired, .uncertain, .abandoned,
-        ])
+        "a job whose ledger row or claim says it is done is acked as a duplicate: its status stays, a duplicate-skipped event is noted",
+        arguments: DeliveryStatus.allCases.filter(\.isFinal))
     func duplicates(_ status: DeliveryStatus) throws {
         var read = Self.machine(seenBefore: true)
         _ = read.start(now: Self.now)
@@ -63,6 +61,7 @@ struct JobLifecycleTests {
         let second = try #require(Self.finish(claimed.claimed(.finished(status))))
         for finish in [first, second] {
             #expect(finish.record == nil)
+            #expect(finish.duplicateOf == status)
             #expect(finish.settlement == .ack)
             #expect(finish.outcome == "duplicate")
         }
@@ -95,12 +94,13 @@ struct JobLifecycleTests {
         #expect(requeued.record == nil)
     }
 
-    @Test("sent: recorded with its segments, then acked")
+    @Test("sent: recorded with its segments and the provider's message id, then acked")
     func sent() throws {
         var machine = Self.delivering()
         let segments = SMSSegments("Your code is 123456")
         let finish = try #require(Self.finish(machine.delivered(.sent(reference: "m1"), segments: segments, now: Self.now)))
-        #expect(finish.record == JobLifecycle.Record(status: .sent, reason: nil, segments: segments))
+        #expect(
+            finish.record == JobLifecycle.Record(status: .sent, reason: nil, segments: segments, providerMessageID: "m1", detail: "provider id m1"))
         #expect(finish.settlement == .ack)
         #expect(finish.outcome == "sent")
     }
@@ -113,7 +113,7 @@ struct JobLifecycleTests {
         #expect(finish.settlement == .deadLetter(reason: "HTTP 400", attempt: 2))
     }
 
-    @Test("retryable failures climb the ladder, honour Retry-After, stop before expiry and when the ladder is used up")
+    @Test("retryable failures climb the ladder, honour Retry-After, stop before expiry, and dead-letter as dead when the ladder is used up")
     func retries() throws {
         var first = Self.delivering(attempt: 1)
         #expect(
@@ -122,7 +122,7 @@ struct JobLifecycleTests {
         var slow = Self.delivering(attempt: 1)
         let later = try #require(Self.finish(slow.delivered(.retryable(reason: "429", retryAfter: .seconds(4)), now: Self.now)))
         #expect(later.settlement == .retry(delay: .seconds(5), attempt: 1))
-        #expect(later.record == JobLifecycle.Record(status: .retrying, reason: "429"))
+        #expect(later.record == JobLifecycle.Record(status: .retrying, reason: "429", detail: "attempt 1 failed: 429; retry in 5s"))
         var late = Self.delivering(attempt: 2, expiresIn: 4)
         let dropped = try #require(Self.finish(late.delivered(.retryable(reason: "503", retryAfter: nil), now: Self.now)))
         #expect(dropped.record?.status == .expired)
@@ -133,7 +133,7 @@ struct JobLifecycleTests {
                 == .retry(delay: .seconds(30), attempt: 3))
         var last = Self.delivering(attempt: 4)
         let exhausted = try #require(Self.finish(last.delivered(.retryable(reason: "503", retryAfter: nil), now: Self.now)))
-        #expect(exhausted.record?.status == .failed)
+        #expect(exhausted.record?.status == .dead)
         #expect(exhausted.settlement == .deadLetter(reason: "retries exhausted after 4 attempts; last: 503", attempt: 4))
     }
 
@@ -173,7 +173,7 @@ struct JobLifecycleTests {
         var long = throttled()
         let parked = try #require(Self.finish(long.throttleChecked(.refused(limit: "sms.perNumberSpacing", retryAfter: .seconds(3)), now: Self.now)))
         #expect(parked.settlement == .park(delay: .seconds(5)))
-        #expect(parked.record == nil)
+        #expect(parked.record == JobLifecycle.Record(status: .throttled, reason: nil, detail: "sms.perNumberSpacing: parked for 5s"))
         #expect(parked.outcome == "throttled")
 
         // 5.5 s: the 5 s queue brings it back half a second early (held then), rather than 24.5 s late.

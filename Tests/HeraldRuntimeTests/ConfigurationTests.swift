@@ -63,6 +63,14 @@ struct ConfigurationTests {
         #expect(refused?.key == "workers.sms.prefetch")
     }
 
+    @Test("ledger.retention keeps messages 30 days by default, takes a duration of at least a day")
+    func ledgerRetention() throws {
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).ledger.retention == .seconds(30 * 86_400))
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal + "\nledger: {retention: 7d}").ledger.retention == .seconds(7 * 86_400))
+        #expect(problem(Self.minimal + "\nledger: {retention: 12h}")?.key == "ledger.retention")
+        #expect(problem(Self.minimal + "\nledger: {retain: 7d}")?.key == "ledger.retain")
+    }
+
     @Test("defaults fill everything a minimal file leaves out")
     func defaults() throws {
         let configuration = try ConfigurationLoader.parse(yaml: Self.minimal)

@@ -133,6 +133,12 @@ extension HeraldConfiguration {
         }
         try admin.finish()
 
+        let ledger = try root.section("ledger")
+        // At least a day: the worker's ledger row is what stops a redelivered job from being sent twice.
+        self.ledger = Ledger(
+            retention: try ledger.duration("retention", default: .seconds(30 * 86_400), in: .seconds(86_400) ... .seconds(3650 * 86_400)))
+        try ledger.finish()
+
         guard let projectReaders = try root.sectionList("projects"), projectReaders.isEmpty == false else {
             throw root.fail("projects", "at least one project is required")
         }

@@ -16,6 +16,7 @@ public struct HeraldConfiguration: Sendable {
     public var devMode: Bool
     public var logging: Logging
     public var admin: Admin
+    public var ledger: Ledger
     public var projects: [Project]
     public var limits: Limits
     public var sms: SMS
@@ -148,6 +149,15 @@ public struct HeraldConfiguration: Sendable {
         /// `projects/{p}/accounts` endpoints and `returnOobLink`. firebase-admin in emulator-host mode
         /// sends `owner`, which only devMode accepts; otherwise tokens must be 32 characters or more.
         public var tokens: [String]
+    }
+
+    /// `ledger`: the delivery ledger operators read (`/admin/v1/messages`, `herald-admin messages`).
+    public struct Ledger: Sendable {
+        /// How long a message's row is kept after its last change; herald-api's housekeeping deletes
+        /// older rows once a minute, in chunks, never in a request.
+        public var retention: Duration
+
+        public init(retention: Duration = .seconds(30 * 86_400)) { self.retention = retention }
     }
 
     /// `projects[]`: one Firebase-style project each, selected by API key.

@@ -18,10 +18,19 @@ public enum DeliveryStatus: String, Sendable, CaseIterable {
     case sending
     /// A send failed transiently and the job waits in a delay queue.
     case retrying
+    /// A throttle (per-number spacing, a limit) parked the job in a throttle queue; claimable like
+    /// pending when it comes back.
+    case throttled
     /// The provider accepted it.
     case sent
-    /// Permanently refused; the job is in the dead-letter queue.
+    /// The provider's receipt: it reached the handset.
+    case delivered
+    /// The provider's receipt: it did not reach the handset (the reason carries the provider's code).
+    case undelivered
+    /// Permanently refused by the provider; the job is in the dead-letter queue.
     case failed
+    /// Dead-lettered by the worker after its retries ran out.
+    case dead
     /// Dropped because it passed `expiresAt` before it could be sent.
     case expired
     /// A send may or may not have happened (worker died or timed out mid-request); not resent.
@@ -32,8 +41,8 @@ public enum DeliveryStatus: String, Sendable, CaseIterable {
     /// True when nothing more will happen to the job.
     public var isFinal: Bool {
         switch self {
-        case .pending, .sending, .retrying: false
-        case .sent, .failed, .expired, .uncertain, .abandoned: true
+        case .pending, .sending, .retrying, .throttled: false
+        case .sent, .delivered, .undelivered, .failed, .dead, .expired, .uncertain, .abandoned: true
         }
     }
 }

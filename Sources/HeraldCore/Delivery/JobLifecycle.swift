@@ -64,17 +64,26 @@ public struct JobLifecycle: Sendable {
         public var reason: String?
         /// For a sent SMS: how it was encoded.
         public var segments: SMSSegments?
+        /// The provider's id for the message, when it gave one.
+        public var providerMessageID: String?
+        /// The event's text for operators (nil: the reason).
+        public var detail: String?
 
-        public init(status: DeliveryStatus, reason: String?, segments: SMSSegments? = nil) {
+        public init(status: DeliveryStatus, reason: String?, segments: SMSSegments? = nil, providerMessageID: String? = nil, detail: String? = nil) {
             self.status = status
             self.reason = reason
             self.segments = segments
+            self.providerMessageID = providerMessageID
+            self.detail = detail
         }
     }
 
     /// What the worker carries out at the end, and how it reports it.
     public struct Finish: Sendable, Equatable {
         public var record: Record?
+        /// The job was a copy of one the ledger has in this final status: note a `duplicate-skipped`
+        /// event, leave the status.
+        public var duplicateOf: DeliveryStatus? = nil
         public var settlement: Settlement
         /// The `herald_worker_jobs_total` outcome label.
         public var outcome: String
@@ -153,9 +162,7 @@ public struct JobLifecycle: Sendable {
     /// The ledger's status for the job (nil: no row, or the store could not say).
     public mutating func statusRead(_ status: DeliveryStatus?) -> Action {
         precondition(state == .readingStatus, "statusRead in \(state)")
-        if let status, status.isFinal {
-            return finish(nil, .ack, "duplicate", Note(.info, "job already handled; skipped", ["status": status.rawValue]))
-        }
+        if let status, status.isFinal { return duplicate(of: status) }
         return afterStatus()
     }
 
@@ -192,7 +199,8 @@ public struct JobLifecycle: Sendable {
                 return .hold(retryAfter)
             }
             return finish(
-                nil, .park(delay: delay), "throttled",
+                Record(status: .throttled, reason: nil, detail: "\(limit): parked for \(DurationText.format(delay))"), .park(delay: delay),
+                "throttled",
                 Note(.debug, "throttled; parked", ["limit": limit, "delay": DurationText.format(delay)]))
         }
     }
@@ -231,7 +239,7 @@ public struct JobLifecycle: Sendable {
             state = .delivering(attempt: attempt)
             return .deliver(attempt: attempt)
         case .finished(let status):
-            return finish(nil, .ack, "duplicate", Note(.info, "job already handled; skipped", ["status": status.rawValue]))
+            return duplicate(of: status)
         case .inDoubt(let owner):
             return finish(
                 Record(status: .uncertain, reason: "an earlier attempt by \(owner) may have reached the provider"), .ack, "uncertain",
@@ -260,9 +268,10 @@ public struct JobLifecycle: Sendable {
             outcome = .retryable(reason: reason, retryAfter: nil)
         }
         switch outcome {
-        case .sent:
+        case .sent(let reference):
             return finish(
-                Record(status: .sent, reason: nil, segments: segments), .ack, "sent", Note(.info, "sent", ["attempt": String(attempt)]))
+                Record(status: .sent, reason: nil, segments: segments, providerMessageID: reference, detail: reference.map { "provider id \($0)" }),
+                .ack, "sent", Note(.info, "sent", ["attempt": String(attempt)]))
         case .uncertain(let reason):
             return finish(
                 Record(status: .uncertain, reason: reason), .ack, "uncertain", Note(.warning, "outcome unknown; not resending", ["reason": reason]))
@@ -274,7 +283,9 @@ public struct JobLifecycle: Sendable {
             switch settings.retryPolicy.decide(failures: attempt, retryAfter: retryAfter, now: now, expiresAt: expiresAt) {
             case .retry(let delay):
                 return finish(
-                    Record(status: .retrying, reason: reason), .retry(delay: delay, attempt: attempt), "retry",
+                    Record(
+                        status: .retrying, reason: reason, detail: "attempt \(attempt) failed: \(reason); retry in \(DurationText.format(delay))"),
+                    .retry(delay: delay, attempt: attempt), "retry",
                     Note(
                         .notice, "retryable failure; retrying later",
                         ["reason": reason, "attempt": String(attempt), "delay": DurationText.format(delay)]))
@@ -285,10 +296,18 @@ public struct JobLifecycle: Sendable {
             case .giveUp(.exhausted):
                 let why = "retries exhausted after \(attempt) attempts; last: \(reason)"
                 return finish(
-                    Record(status: .failed, reason: why), .deadLetter(reason: why, attempt: attempt), "failed",
+                    Record(status: .dead, reason: why), .deadLetter(reason: why, attempt: attempt), "failed",
                     Note(.warning, "retries exhausted; dead-lettered", ["reason": reason]))
             }
         }
+    }
+
+    private mutating func duplicate(of status: DeliveryStatus) -> Action {
+        state = .finished
+        return .finish(
+            Finish(
+                record: nil, duplicateOf: status, settlement: .ack, outcome: "duplicate",
+                note: Note(.info, "job already handled; skipped", ["status": status.rawValue])))
     }
 
     private mutating func finish(_ record: Record?, _ settlement: Settlement, _ outcome: String, _ note: Note) -> Action {

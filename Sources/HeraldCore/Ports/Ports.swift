@@ -213,19 +213,26 @@ public protocol OobCodeStore: Sendable {
 }
 
 /// The delivery ledger: one row per job id, the idempotency record that keeps redelivered jobs
-/// from being sent twice.
+/// from being sent twice, and each message's history for operators (`MessageLedger`).
 public protocol DeliveryLedger: Sendable {
     /// Records a job the API is about to publish.
     func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws
-    /// Claims a job for sending (from pending or retrying) when its row exists and names the same project,
-    /// type and destination (else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also one another
-    /// worker claimed and never finished (risks a duplicate).
+    /// Claims a job for sending (from pending, retrying or throttled) when its row exists and names the
+    /// same project, type and destination (else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also
+    /// one another worker claimed and never finished (risks a duplicate). A claim keeps `description`
+    /// on the row and adds a `sending` event.
     func claimDelivery(
-        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, description: DeliveryDescription, now: Date,
+        reclaimInDoubt: Bool
     ) async throws -> DeliveryClaim
-    /// Records where the job ended up (or that it waits for a retry), with a reason for operators and,
-    /// for a sent SMS, how it was encoded (nil keeps what is recorded).
-    func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date) async throws
+    /// Records where the job ended up (or that it waits for a retry or a throttle), with a reason for
+    /// operators, the provider's message id when it gave one and, for a sent SMS, how it was encoded
+    /// (nil keeps what is recorded); adds an event with `detail` (nil: the reason).
+    func recordDelivery(
+        jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, detail: String?, now: Date
+    ) async throws
+    /// Adds an event without changing the status (a skipped duplicate).
+    func noteDelivery(jobID: UUID, status: MessageStatus, detail: String?, now: Date) async throws
     /// The current status and reason of a job, if known.
     func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)?
 }
@@ -233,13 +240,38 @@ public protocol DeliveryLedger: Sendable {
 extension DeliveryLedger {
     /// Records an outcome that carries no segments.
     public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws {
-        try await recordDelivery(jobID: jobID, status: status, reason: reason, segments: nil, now: now)
+        try await recordDelivery(jobID: jobID, status: status, reason: reason, segments: nil, providerMessageID: nil, detail: nil, now: now)
+    }
+
+    /// Records an outcome without a provider message id; the event's detail is the reason.
+    public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, now: Date) async throws {
+        try await recordDelivery(
+            jobID: jobID, status: status, reason: reason, segments: segments, providerMessageID: nil, detail: nil, now: now)
+    }
+
+    /// Claims with nothing to describe (tests, and callers that know no more than the ledger).
+    public func claimDelivery(
+        jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, now: Date, reclaimInDoubt: Bool
+    ) async throws -> DeliveryClaim {
+        try await claimDelivery(
+            jobID: jobID, projectID: projectID, type: type, destination: destination, owner: owner, description: DeliveryDescription(),
+            now: now, reclaimInDoubt: reclaimInDoubt)
     }
 }
 
+/// The ledger as operators read it: one message, a filtered listing newest first, and the purge after
+/// `ledger.retention`.
+public protocol MessageLedger: Sendable {
+    func message(id: UUID) async throws -> MessageRecord?
+    func messages(_ query: MessageQuery) async throws -> MessagePage
+    /// Deletes up to `limit` rows last changed before `date`; returns how many (call again while it
+    /// returns `limit`: short transactions, never one that holds the table).
+    func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int
+}
+
 /// Everything the API and workers keep in the shared store.
-public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & RateLimitStore & AppVerificationStore
-    & OobCodeStore & SendAdmissionStore
+public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & MessageLedger & RateLimitStore
+    & AppVerificationStore & OobCodeStore & SendAdmissionStore
 
 /// Shared rate-limit state: one GCRA timestamp per key, prefix velocity and blocks. Every API and
 /// worker process on the same store sees the same counts, so N replicas do not allow N times a limit.

@@ -1,0 +1,85 @@
+import Foundation
+import HeraldCore
+
+/// The ledger as operators read it (`MessageLedger`): the same statements on SQLite and PostgreSQL.
+extension SQLStore {
+    static let messageColumns = """
+        job_id, project_id, type, destination, template, locale, status, attempts, provider, provider_message_id, producer,
+        segments, encoding, reason, created_at_ms, updated_at_ms, events
+        """
+
+    public func message(id: UUID) async throws -> MessageRecord? {
+        try await run { db in
+            try db.query("SELECT \(Self.messageColumns) FROM deliveries WHERE job_id = ?", [.text(id.uuidString.lowercased())])
+                .first.flatMap(Self.message)
+        }
+    }
+
+    /// Newest first by (created, id); the cursor continues strictly after the last row shown. With
+    /// `to`, the (destination, created) index serves it; without, the created index.
+    public func messages(_ query: MessageQuery) async throws -> MessagePage {
+        var conditions: [String] = []
+        var bindings: [SQLValue] = []
+        if let to = query.to {
+            conditions.append("destination = ?")
+            bindings.append(.text(to))
+        }
+        if let statuses = query.statuses {
+            guard statuses.isEmpty == false else { return MessagePage(messages: [], next: nil) }
+            conditions.append("status IN (\(Array(repeating: "?", count: statuses.count).joined(separator: ", ")))")
+            bindings += statuses.map { .text($0.rawValue) }
+        }
+        if let type = query.type {
+            conditions.append("type = ?")
+            bindings.append(.text(type.rawValue))
+        }
+        if let project = query.project {
+            conditions.append("project_id = ?")
+            bindings.append(.text(project))
+        }
+        if let since = query.since {
+            conditions.append("created_at_ms >= ?")
+            bindings.append(.integer(since.millisecondsSince1970))
+        }
+        if let after = query.after {
+            conditions.append("(created_at_ms < ? OR (created_at_ms = ? AND job_id < ?))")
+            bindings += [.integer(after.createdMs), .integer(after.createdMs), .text(after.id)]
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let pageSize = query.pageSize
+        bindings.append(.integer(Int64(pageSize + 1)))
+        let sql = "SELECT \(Self.messageColumns) FROM deliveries \(filter) ORDER BY created_at_ms DESC, job_id DESC LIMIT ?"
+        let values = bindings
+        let rows = try await run { db in try db.query(sql, values) }
+        let messages = rows.prefix(pageSize).compactMap(Self.message)
+        let next =
+            rows.count > pageSize
+            ? messages.last.map { MessageCursor(createdMs: $0.createdAt.millisecondsSince1970, id: $0.id.uuidString.lowercased()) } : nil
+        return MessagePage(messages: messages, next: next)
+    }
+
+    public func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int {
+        try await run { db in
+            try db.query(
+                """
+                DELETE FROM deliveries WHERE job_id IN (
+                  SELECT job_id FROM deliveries WHERE updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
+                RETURNING job_id
+                """,
+                [.integer(date.millisecondsSince1970), .integer(Int64(max(1, limit)))]
+            ).count
+        }
+    }
+
+    static func message(_ row: [SQLValue]) -> MessageRecord? {
+        guard row.count == 17, let id = row[0].string.flatMap(UUID.init(uuidString:)), let project = row[1].string,
+            let type = row[2].string.flatMap(JobType.init(rawValue:)), let destination = row[3].string,
+            let status = row[6].string.flatMap(DeliveryStatus.init(rawValue:)), let created = row[14].int, let updated = row[15].int
+        else { return nil }
+        return MessageRecord(
+            id: id, project: project, type: type, destination: destination, template: row[4].string, locale: row[5].string, status: status,
+            attempts: Int(row[7].int ?? 0), provider: row[8].string, providerMessageID: row[9].string, producer: row[10].string,
+            segments: row[11].int.map { Int($0) }, encoding: row[12].string, lastError: row[13].string, createdAt: Date(milliseconds: created),
+            updatedAt: Date(milliseconds: updated), storedEvents: MessageEvent.parse(row[16].string))
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldStore
+
+extension HeraldAdminCommand {
+    struct Messages: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "What happened to a message: its status, attempts, provider and every transition (destinations masked).",
+            subcommands: [Show.self, List.self])
+    }
+}
+
+extension HeraldAdminCommand.Messages {
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one message and its transitions. Exits 4 when the ledger has no such job.")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "The job id.") var id: String
+        @Flag(help: "Print the message object the admin API answers.") var json = false
+
+        func run() async throws {
+            guard let jobID = UUID(uuidString: id) else { throw ValidationError("not a job id: \(id)") }
+            let (_, store) = try await adminStore(options)
+            let found = try await store.message(id: jobID)
+            await store.close()
+            guard let message = found else {
+                print("no message \(id.lowercased()) in the ledger (never issued, or purged after ledger.retention)")
+                throw ExitCode(4)
+            }
+            if json {
+                print(String(decoding: MessageView.json(message), as: UTF8.self))
+                return
+            }
+            let lines: [(String, String?)] = [
+                ("id", message.id.uuidString.lowercased()), ("project", message.project), ("type", message.type.rawValue),
+                ("to", message.maskedDestination), ("status", message.publicStatus.rawValue), ("attempts", String(message.attempts)),
+                ("template", message.template), ("locale", message.locale), ("provider", message.provider),
+                ("provider id", message.providerMessageID), ("producer", message.producer),
+                ("segments", message.segments.map { "\($0) (\(message.encoding ?? "?"))" }), ("last error", message.lastError),
+                ("created at", MessageView.timestamp(message.createdAt)), ("updated at", MessageView.timestamp(message.updatedAt)),
+            ]
+            for (label, value) in lines { print(label.padding(toLength: 12, withPad: " ", startingAt: 0) + (value ?? "-")) }
+            print("events")
+            for event in message.events {
+                print(
+                    "  \(MessageView.timestamp(event.at))  \(event.status.rawValue.padding(toLength: 17, withPad: " ", startingAt: 0))\(event.detail ?? "")"
+                )
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List messages, newest first: one line each (created, id, type, to, status, attempts, provider, last error).")
+        @OptionGroup var options: CommonOptions
+        @Option(help: "The full destination: an E.164 number or an email address.") var to: String?
+        @Option(help: "Statuses, comma-separated (\(MessageStatus.allCases.map(\.rawValue).joined(separator: ", "))).") var status: String?
+        @Option(help: "sms, email, push or apple.") var type: String?
+        @Option(help: "A project id.") var project: String?
+        @Option(help: "Created since: an RFC 3339 instant or a duration back from now (1h, 30m, 7d).") var since: String?
+        @Option(help: "Messages per page (1–500).") var pageSize = 50
+        @Option(help: "Continue after an earlier page (the token it printed last).") var pageToken: String?
+        @Flag(help: "Print the page the admin API answers.") var json = false
+
+        func run() async throws {
+            let query: MessageQuery
+            do {
+                query = try MessageQuery.parse(
+                    to: to, status: status, type: type, project: project, since: since, pageSize: String(pageSize), pageToken: pageToken, now: Date())
+            } catch let error as HeraldError {
+                throw ValidationError(error.message.replacingOccurrences(of: "INVALID_ARGUMENT : ", with: ""))
+            }
+            let (_, store) = try await adminStore(options)
+            let page = try await store.messages(query)
+            await store.close()
+            if json {
+                print(String(decoding: MessageView.json(page), as: UTF8.self))
+                return
+            }
+            for message in page.messages {
+                let fields = [
+                    MessageView.timestamp(message.createdAt), message.id.uuidString.lowercased(), message.type.rawValue, message.maskedDestination,
+                    message.publicStatus.rawValue, String(message.attempts), message.provider ?? "-", message.lastError ?? "-",
+                ]
+                print(fields.joined(separator: "\t"))
+            }
+            if let next = page.next { print("more: --page-token \(next.token)") }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Testing
+
+/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v3`) and the memory
+/// store: each transition kept as an event, listings newest first with filters and stable paging, the
+/// purge after retention.
+@Suite("Message ledger")
+struct MessageLedgerTests {
+    static let base = Date(timeIntervalSince1970: 1_790_000_000)
+
+    @Test("a message keeps what the worker knew, the provider's id and every transition in order", arguments: StoreKind.allCases)
+    func history(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let job = UUID()
+            let t = Self.base
+            try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+447700900123", now: t)
+            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http", producer: "herald-api")
+            func claim(_ owner: String, _ at: TimeInterval) async throws -> DeliveryClaim {
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+447700900123", owner: owner, description: description,
+                    now: t.addingTimeInterval(at), reclaimInDoubt: false)
+            }
+            #expect(try await claim("w1", 1) == .claimed(attempt: 1))
+            try await store.recordDelivery(
+                jobID: job, status: .retrying, reason: "HTTP 503", segments: nil, providerMessageID: nil, detail: "attempt 1 failed: HTTP 503",
+                now: t.addingTimeInterval(2))
+            #expect(try await claim("w2", 3) == .claimed(attempt: 2))
+            try await store.recordDelivery(
+                jobID: job, status: .throttled, reason: nil, segments: nil, providerMessageID: nil, detail: "parked\tfor\n5s",
+                now: t.addingTimeInterval(4))
+            #expect(try await claim("w2", 5) == .claimed(attempt: 3))
+            try await store.recordDelivery(
+                jobID: job, status: .sent, reason: nil, segments: SMSSegments("Your code is 123456"), providerMessageID: "gw-77", detail: nil,
+                now: t.addingTimeInterval(6))
+            #expect(try await claim("w3", 7) == .finished(.sent))
+            try await store.noteDelivery(jobID: job, status: .duplicateSkipped, detail: "copy skipped", now: t.addingTimeInterval(7))
+
+            let message = try #require(try await store.message(id: job))
+            #expect(message.id == job)
+            #expect(message.project == "p")
+            #expect(message.type == .sms)
+            #expect(message.destination == "+447700900123")
+            #expect(message.maskedDestination == "+44******0123")
+            #expect(message.template == "verification")
+            #expect(message.locale == "de")
+            #expect(message.provider == "http")
+            #expect(message.producer == "herald-api")
+            #expect(message.providerMessageID == "gw-77")
+            #expect(message.status == .sent)
+            #expect(message.publicStatus == .sent)
+            #expect(message.attempts == 3)
+            #expect(message.segments == 1)
+            #expect(message.encoding == "GSM-7")
+            #expect(message.lastError == nil)
+            #expect(message.createdAt == t)
+            #expect(message.updatedAt == t.addingTimeInterval(6))
+            #expect(
+                message.events.map(\.status) == [.queued, .sending, .queued, .sending, .throttled, .sending, .sent, .duplicateSkipped])
+            #expect(message.events.map(\.at) == [0, 1, 2, 3, 4, 5, 6, 7].map { t.addingTimeInterval($0) })
+            #expect(message.events[1].detail == "attempt 1 by w1")
+            #expect(message.events[3].detail == "attempt 2 by w2")
+            #expect(message.events[2].detail == "attempt 1 failed: HTTP 503")
+            #expect(message.events[4].detail == "parked for 5s", "tabs and line breaks flattened")
+            #expect(try await store.message(id: UUID()) == nil)
+        }
+    }
+
+    @Test(
+        "listings: newest first, filtered by destination, status, type, project and age, paged without gaps or repeats", arguments: StoreKind.allCases
+    )
+    func listings(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            var ids: [UUID] = []
+            // Seven SMS to one number a second apart (two share a millisecond: the id breaks the tie),
+            // two to another number, one email, one in another project.
+            for index in 0..<7 {
+                let id = UUID()
+                ids.append(id)
+                try await store.recordPending(
+                    jobID: id, projectID: "p", type: .sms, destination: "+15555550100",
+                    now: Self.base.addingTimeInterval(TimeInterval(index == 6 ? 5 : index)))
+            }
+            for index in 0..<2 {
+                try await store.recordPending(
+                    jobID: UUID(), projectID: "p", type: .sms, destination: "+15555550199", now: Self.base.addingTimeInterval(TimeInterval(index)))
+            }
+            let mail = UUID()
+            try await store.recordPending(jobID: mail, projectID: "p", type: .email, destination: "a@example.com", now: Self.base)
+            try await store.recordPending(jobID: UUID(), projectID: "q", type: .sms, destination: "+15555550100", now: Self.base)
+            try await store.recordDelivery(jobID: ids[1], status: .failed, reason: "HTTP 400", now: Self.base.addingTimeInterval(20))
+            try await store.recordDelivery(jobID: ids[2], status: .abandoned, reason: "no confirm", now: Self.base.addingTimeInterval(20))
+
+            // Paging through one number of one project, two at a time.
+            var seen: [UUID] = []
+            var cursor: MessageCursor?
+            var pages = 0
+            repeat {
+                let page = try await store.messages(MessageQuery(to: "+15555550100", project: "p", pageSize: 2, after: cursor))
+                seen += page.messages.map(\.id)
+                cursor = page.next
+                pages += 1
+                if let next = page.next { #expect(MessageCursor(token: next.token) == next) }
+            } while cursor != nil && pages < 10
+            #expect(pages == 4)
+            #expect(Set(seen) == Set(ids))
+            #expect(seen.count == ids.count, "no row twice")
+            let created = try await store.messages(MessageQuery(to: "+15555550100", project: "p", pageSize: 50)).messages.map(\.createdAt)
+            #expect(created == created.sorted(by: >), "newest first")
+
+            // Filters.
+            #expect(try await store.messages(MessageQuery(to: "+15555550100", pageSize: 50)).messages.count == 8)
+            #expect(try await store.messages(MessageQuery(type: .email)).messages.map(\.id) == [mail])
+            let failed = try await store.messages(MessageQuery(statuses: MessageStatus.failed.stored)).messages.map(\.id)
+            #expect(Set(failed) == [ids[1], ids[2]], "failed covers abandoned")
+            #expect(try await store.messages(MessageQuery(statuses: [])).messages.isEmpty)
+            let recent = try await store.messages(MessageQuery(project: "p", since: Self.base.addingTimeInterval(4))).messages
+            #expect(Set(recent.map(\.id)) == [ids[4], ids[5], ids[6]])
+            #expect(try await store.messages(MessageQuery(to: "+1555555010")).messages.isEmpty, "to matches the full destination")
+        }
+    }
+
+    @Test("the purge removes rows last changed before the cutoff, at most `limit` per call", arguments: StoreKind.allCases)
+    func purge(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            var old: [UUID] = []
+            for index in 0..<5 {
+                let id = UUID()
+                old.append(id)
+                try await store.recordPending(
+                    jobID: id, projectID: "p", type: .sms, destination: "+1", now: Self.base.addingTimeInterval(TimeInterval(index)))
+            }
+            // Created long ago but changed recently: kept.
+            try await store.recordDelivery(jobID: old[0], status: .sent, reason: nil, now: Self.base.addingTimeInterval(100))
+            let fresh = UUID()
+            try await store.recordPending(jobID: fresh, projectID: "p", type: .sms, destination: "+1", now: Self.base.addingTimeInterval(100))
+            let cutoff = Self.base.addingTimeInterval(50)
+            #expect(try await store.purgeMessages(updatedBefore: cutoff, limit: 3) == 3)
+            #expect(try await store.purgeMessages(updatedBefore: cutoff, limit: 3) == 1)
+            #expect(try await store.purgeMessages(updatedBefore: cutoff, limit: 3) == 0)
+            #expect(try await store.message(id: old[0]) != nil)
+            #expect(try await store.message(id: fresh) != nil)
+            for id in old.dropFirst() { #expect(try await store.message(id: id) == nil) }
+        }
+    }
+}
