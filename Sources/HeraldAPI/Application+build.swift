@@ -103,6 +103,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     ActionRoutes(configuration: configuration).register(on: router)
     MessageRoutes(ledger: dependencies.store, admin: AdminAuthorization(tokens: configuration.admin.tokens), clock: dependencies.clock)
         .register(on: router)
+    ReceiptRoutes(ledger: dependencies.store, secret: configuration.sms.http.callbackSecret, clock: dependencies.clock).register(on: router)
     EmulatorRoutes(store: dependencies.store, keys: dependencies.keys, configuration: configuration, clock: dependencies.clock).register(on: router)
 
     let jwks = dependencies.tokens.jwksDocument

@@ -329,8 +329,10 @@ public final class MemoryStore: HeraldStoreProtocol {
     ) async throws {
         state.withLock { state in
             guard var record = state.deliveries[jobID]?.record else { return }
-            record.status = status
-            record.lastError = reason
+            if record.status != .delivered && record.status != .undelivered {
+                record.status = status
+                record.lastError = reason
+            }
             record.updatedAt = now.keptToMilliseconds
             if let segments {
                 record.segments = segments.segments
@@ -374,6 +376,23 @@ public final class MemoryStore: HeraldStoreProtocol {
         let page = Array(matching.prefix(query.pageSize))
         let next = matching.count > query.pageSize ? page.last.map { MessageCursor(createdMs: key($0).0, id: key($0).1) } : nil
         return MessagePage(messages: page, next: next)
+    }
+
+    public func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws
+        -> ReceiptResult
+    {
+        let (status, reason, line) = SQLStore.receipt(delivered: delivered, errorCode: errorCode, now: now)
+        return state.withLock { state in
+            guard var record = state.deliveries[jobID]?.record, record.type == .sms else { return .unknown }
+            guard ReceiptResult.receivable.contains(record.status) else { return .notSent(record.status) }
+            record.status = status
+            record.lastError = reason
+            record.updatedAt = now.keptToMilliseconds
+            record.providerMessageID = record.providerMessageID ?? providerMessageID
+            record.storedEvents += MessageEvent.parse(line)
+            state.deliveries[jobID]?.record = record
+            return .applied(destination: record.destination)
+        }
     }
 
     public func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int {

@@ -114,7 +114,9 @@ enum PostgresRoutines {
                 END IF;
               END IF;
             WHEN 'record' THEN
-              UPDATE deliveries SET status = v->>'status', reason = v->>'reason', updated_at_ms = (v->>'nowMs')::bigint,
+              UPDATE deliveries SET status = CASE WHEN status IN ('delivered', 'undelivered') THEN status ELSE v->>'status' END,
+                  reason = CASE WHEN status IN ('delivered', 'undelivered') THEN reason ELSE v->>'reason' END,
+                  updated_at_ms = (v->>'nowMs')::bigint,
                   segments = COALESCE((v->>'segments')::bigint, segments), encoding = COALESCE(v->>'encoding', encoding),
                   provider_message_id = COALESCE(v->>'providerMessageId', provider_message_id),
                   events = COALESCE(events, '') || (v->>'event')

@@ -71,6 +71,41 @@ extension SQLStore {
         }
     }
 
+    public func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws
+        -> ReceiptResult
+    {
+        let id = jobID.uuidString.lowercased()
+        let (status, reason, event) = Self.receipt(delivered: delivered, errorCode: errorCode, now: now)
+        let receivable = ReceiptResult.receivable.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        return try await run { db in
+            let applied = try db.query(
+                """
+                UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, provider_message_id = COALESCE(provider_message_id, ?),
+                  events = COALESCE(events, '') || ?
+                WHERE job_id = ? AND type = 'sms' AND status IN (\(receivable))
+                RETURNING destination
+                """,
+                [
+                    .text(status.rawValue), Self.optional(reason), .integer(now.millisecondsSince1970), Self.optional(providerMessageID),
+                    .text(event), .text(id),
+                ])
+            if let destination = applied.first?[0].string { return .applied(destination: destination) }
+            guard let row = try db.query("SELECT status FROM deliveries WHERE job_id = ? AND type = 'sms'", [.text(id)]).first,
+                let stored = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
+            else { return .unknown }
+            return .notSent(stored)
+        }
+    }
+
+    /// A receipt's status, reason and event line (the same in every store).
+    static func receipt(delivered: Bool, errorCode: String?, now: Date) -> (DeliveryStatus, String?, String) {
+        let code = errorCode.map { String($0.prefix(64)) }
+        let reason = delivered ? nil : "provider error " + (code ?? "unknown")
+        let detail = "receipt from the provider" + (code.map { " (error \($0))" } ?? "")
+        let status: DeliveryStatus = delivered ? .delivered : .undelivered
+        return (status, reason, MessageEvent(status: MessageStatus(status), at: now, detail: detail).storedLine)
+    }
+
     static func message(_ row: [SQLValue]) -> MessageRecord? {
         guard row.count == 17, let id = row[0].string.flatMap(UUID.init(uuidString:)), let project = row[1].string,
             let type = row[2].string.flatMap(JobType.init(rawValue:)), let destination = row[3].string,

@@ -258,6 +258,8 @@ public final class SQLStore: HeraldStoreProtocol {
 
     static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
 
+    /// A provider's receipt can arrive before the worker records that the gateway accepted the SMS:
+    /// an outcome never overwrites delivered or undelivered (its event is still added).
     public func recordDelivery(
         jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, detail: String?, now: Date
     ) async throws {
@@ -271,7 +273,9 @@ public final class SQLStore: HeraldStoreProtocol {
         try await run { db in
             try db.query(
                 """
-                UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, segments = COALESCE(?, segments), encoding = COALESCE(?, encoding),
+                UPDATE deliveries SET status = CASE WHEN status IN ('delivered', 'undelivered') THEN status ELSE ? END,
+                  reason = CASE WHEN status IN ('delivered', 'undelivered') THEN reason ELSE ? END, updated_at_ms = ?,
+                  segments = COALESCE(?, segments), encoding = COALESCE(?, encoding),
                   provider_message_id = COALESCE(?, provider_message_id), events = COALESCE(events, '') || ?
                 WHERE job_id = ?
                 """,

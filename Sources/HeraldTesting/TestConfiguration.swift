@@ -42,6 +42,9 @@ public struct TestConfiguration: Sendable {
     public var limits = "{perNumber: [\"100/1m\"], perIP: [\"1000/1m\"], perProject: [\"10000/1m\"], pumping: {enabled: false}}"
     public var perNumberSpacing = "0s"
     public var providerRate = "1000/1s"
+    /// `sms.http.callbackSecret` (base64) and `messageIdPath`; receipts are signed with `callbackSecret`.
+    public var callbackSecret: String? = nil
+    public var messageIdPath: String? = nil
     public var trustedProxies: [String] = []
     public var regions = "{allow: [], deny: []}"
     /// The `appVerification` section; off by default so tests of other features need no credential.
@@ -124,7 +127,7 @@ public struct TestConfiguration: Sendable {
               provider: \(provider)
               perNumberSpacing: \(perNumberSpacing)
               templateDir: "\(Self.templateDir)"
-              http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}}
+              http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}, callbackSecret: \(callbackSecret.map { "\"\($0)\"" } ?? "null"), messageIdPath: \(messageIdPath.map { "\"\($0)\"" } ?? "null")}
             email:
               provider: \(emailProvider)
               from: "\(emailFrom)"

@@ -71,6 +71,28 @@ struct ConfigurationTests {
         #expect(problem(Self.minimal + "\nledger: {retain: 7d}")?.key == "ledger.retain")
     }
 
+    @Test("sms.http.callbackSecret is base64 of 16 bytes or more; messageIdPath a JSON pointer that finds strings and numbers")
+    func receiptSettings() throws {
+        let secret = Data(repeating: 7, count: 32).base64EncodedString()
+        func gateway(_ extra: String) -> String {
+            Self.minimal.replacingOccurrences(
+                of: #"http: {url: "http://127.0.0.1:1/sms"}"#, with: #"http: {url: "http://127.0.0.1:1/sms", "# + extra + "}")
+        }
+        let configured = try ConfigurationLoader.parse(yaml: gateway("callbackSecret: \"\(secret)\", messageIdPath: /data/0/id"))
+        #expect(configured.sms.http.callbackSecret == Data(repeating: 7, count: 32))
+        #expect(configured.sms.http.messageIdPath == "/data/0/id")
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).sms.http.callbackSecret == nil)
+        #expect(problem(gateway("callbackSecret: c2hvcnQ="))?.key == "sms.http.callbackSecret")
+        #expect(problem(gateway("messageIdPath: id"))?.key == "sms.http.messageIdPath")
+        let pointer = try #require(JSONPointer("/data/0/id"))
+        #expect(pointer.text(in: Data(#"{"data":[{"id":"SM1"}]}"#.utf8)) == "SM1")
+        #expect(pointer.text(in: Data(#"{"data":[{"id":42}]}"#.utf8)) == "42")
+        #expect(pointer.text(in: Data(#"{"data":[{"id":{"x":1}}]}"#.utf8)) == nil)
+        #expect(pointer.text(in: Data(#"{"data":[]}"#.utf8)) == nil)
+        #expect(pointer.text(in: Data("not json".utf8)) == nil)
+        #expect(JSONPointer("/a~1b/c~0d")?.tokens == ["a/b", "c~d"])
+    }
+
     @Test("defaults fill everything a minimal file leaves out")
     func defaults() throws {
         let configuration = try ConfigurationLoader.parse(yaml: Self.minimal)

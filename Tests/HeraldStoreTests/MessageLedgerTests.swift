@@ -145,3 +145,35 @@ struct MessageLedgerTests {
         }
     }
 }
+
+extension MessageLedgerTests {
+    @Test("a receipt that beats the worker's record stays; receipts never touch a message that did not go out", arguments: StoreKind.allCases)
+    func receiptRace(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let job = UUID()
+            try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+15555550100", now: Self.base)
+            #expect(
+                try await store.applyReceipt(jobID: job, delivered: true, providerMessageID: "x", errorCode: nil, now: Self.base)
+                    == .notSent(.pending))
+            _ = try await store.claimDelivery(
+                jobID: job, projectID: "p", type: .sms, destination: "+15555550100", owner: "w1", now: Self.base.addingTimeInterval(1),
+                reclaimInDoubt: false)
+            #expect(
+                try await store.applyReceipt(
+                    jobID: job, delivered: true, providerMessageID: "gw-1", errorCode: nil, now: Self.base.addingTimeInterval(2))
+                    == .applied(destination: "+15555550100"))
+            try await store.recordDelivery(
+                jobID: job, status: .sent, reason: nil, segments: SMSSegments("Your code is 123456"), providerMessageID: nil, detail: nil,
+                now: Self.base.addingTimeInterval(3))
+            let message = try #require(try await store.message(id: job))
+            #expect(message.status == .delivered)
+            #expect(message.segments == 1, "the outcome's segments are kept")
+            #expect(message.providerMessageID == "gw-1")
+            #expect(message.events.map(\.status) == [.queued, .sending, .delivered, .sent])
+            #expect(try await store.applyReceipt(jobID: UUID(), delivered: true, providerMessageID: nil, errorCode: nil, now: Self.base) == .unknown)
+            let mail = UUID()
+            try await store.recordPending(jobID: mail, projectID: "p", type: .email, destination: "a@example.com", now: Self.base)
+            #expect(try await store.applyReceipt(jobID: mail, delivered: true, providerMessageID: nil, errorCode: nil, now: Self.base) == .unknown)
+        }
+    }
+}

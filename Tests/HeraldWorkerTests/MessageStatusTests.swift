@@ -53,11 +53,13 @@ struct MessageStatusTests {
             let anonymous = try await stack.client.get("/admin/v1/messages/\(id)")
             #expect(anonymous.status == 401)
             #expect(anonymous.header("www-authenticate") == "Bearer")
-            #expect(anonymous.errorMessage?.hasPrefix("Request is missing a valid admin token") == true)
+            #expect(anonymous.errorMessage?.hasPrefix("UNAUTHENTICATED : Request is missing a valid admin token") == true)
             #expect(try await stack.client.get("/admin/v1/messages/\(id)", headers: [("Authorization", "Bearer wrong-token")]).status == 401)
             #expect(try await stack.client.get("/admin/v1/messages", headers: [("Authorization", "Bearer wrong-token")]).status == 401)
             #expect(try await stack.client.get("/admin/v1/messages/\(UUID().uuidString)", headers: admin).status == 404)
             #expect(try await stack.client.get("/admin/v1/messages/not-an-id", headers: admin).status == 404)
+            let receipt = try await stack.client.post("/callbacks/sms/http", json: ["reference": id, "status": "delivered"])
+            #expect(receipt.status == 404, "receipts are off without sms.http.callbackSecret")
 
             // Listings: by the full number (URL-encoded, and with the + left bare), by status, paged.
             _ = try await stack.sendCode(to: "+15555550102")

@@ -15,14 +15,14 @@ struct MessageRoutes: Sendable {
 
     func register(on router: Router<HeraldRequestContext>) {
         router.get("/admin/v1/messages/:id") { request, context -> Response in
-            try authorize(request)
+            guard isAdmin(request) else { return Self.challenge() }
             guard let text = context.parameters.get("id"), let id = UUID(uuidString: text), let message = try await ledger.message(id: id) else {
                 throw HeraldError(.notFound)
             }
             return Self.json(MessageView.json(message))
         }
         router.get("/admin/v1/messages") { request, _ -> Response in
-            try authorize(request)
+            guard isAdmin(request) else { return Self.challenge() }
             let parameters = request.uri.queryParameters
             func value(_ name: String) -> String? { parameters.get(name).map { String($0) } }
             let query = try MessageQuery.parse(
@@ -32,8 +32,14 @@ struct MessageRoutes: Sendable {
         }
     }
 
-    private func authorize(_ request: Request) throws {
-        guard admin.isAdmin(authorization: request.headers[.authorization]) else { throw HeraldError(.unauthenticated) }
+    private func isAdmin(_ request: Request) -> Bool { admin.isAdmin(authorization: request.headers[.authorization]) }
+
+    /// 401 with the scheme the caller must use.
+    static func challenge() -> Response {
+        var response = HeraldError.render(
+            HeraldError(.unauthenticated, "Request is missing a valid admin token (Authorization: Bearer <admin.tokens entry>)."))
+        response.headers[.wwwAuthenticate] = "Bearer"
+        return response
     }
 
     /// A `+` sent unencoded in a query string arrives as a space; an E.164 number never starts with one.

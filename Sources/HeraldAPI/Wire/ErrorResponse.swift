@@ -34,7 +34,6 @@ extension HeraldError: HTTPResponseError {
                 errors: [.init(message: error.message, reason: error.code.reason)], status: error.code.status))
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=UTF-8"
-        if error.code == .unauthenticated { headers[.wwwAuthenticate] = "Bearer" }
         if let retryAfter = error.retryAfter {
             headers[.retryAfter] = String(max(1, Int(retryAfter.seconds.rounded(.up))))
         }

@@ -15,6 +15,6 @@ public struct ConsoleChannel: DeliveryChannel {
 
     public func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome {
         print("[console-sms] to \(message.to): \(message.body)")
-        return .sent(reference: "console")
+        return .sent(reference: nil)
     }
 }

@@ -12,10 +12,12 @@ public struct HTTPGatewayChannel: DeliveryChannel {
     let client: CurlClient
     let settings: HeraldConfiguration.SMS.HTTPGateway
     let escaping: Template.Escaping
+    let messageID: JSONPointer?
 
     public init(client: CurlClient, settings: HeraldConfiguration.SMS.HTTPGateway) {
         self.client = client
         self.settings = settings
+        self.messageID = settings.messageIdPath.flatMap(JSONPointer.init)
         let type = settings.contentType.lowercased()
         if type.hasPrefix("application/json") {
             escaping = .jsonString
@@ -41,7 +43,7 @@ public struct HTTPGatewayChannel: DeliveryChannel {
         let request = CurlHTTPRequest(url: url, headers: headers, body: Data(body.utf8), timeout: settings.timeout)
         do {
             let response = try await client.perform(request)
-            return Self.outcome(status: response.status, retryAfter: response.retryAfter, body: response.body)
+            return Self.outcome(status: response.status, retryAfter: response.retryAfter, body: response.body, messageID: messageID)
         } catch {
             switch error.kind {
             case .couldNotConnect, .timedOutBeforeSending, .cancelledBeforeSending:
@@ -57,11 +59,15 @@ public struct HTTPGatewayChannel: DeliveryChannel {
     }
 
     /// Maps a gateway's HTTP answer. The body is quoted for operators with digits masked: gateways
-    /// echo messages, and a message carries a code.
-    static func outcome(status: Int, retryAfter: Duration?, body: Data) -> DeliveryOutcome {
+    /// echo messages, and a message carries a code. A 2xx answer's message id (at `messageID`) is kept
+    /// when it is short printable text; anything else is not an id.
+    static func outcome(status: Int, retryAfter: Duration?, body: Data, messageID: JSONPointer? = nil) -> DeliveryOutcome {
         switch status {
         case 200..<300:
-            return .sent(reference: nil)
+            let id = messageID?.text(in: body).flatMap {
+                $0.count <= 128 && $0.unicodeScalars.allSatisfy { (0x21...0x7E).contains($0.value) } ? $0 : nil
+            }
+            return .sent(reference: id)
         case 408, 425, 429, 500..<600:
             return .retryable(reason: "gateway answered HTTP \(status)", retryAfter: retryAfter)
         default:

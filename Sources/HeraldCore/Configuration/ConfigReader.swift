@@ -239,6 +239,15 @@ public struct ConfigReader {
         return data
     }
 
+    /// Base64 of a secret of at least `minimumBytes` (HMAC keys: longer is fine, shorter is guessable).
+    public func base64Secret(_ key: String, minimumBytes: Int) throws -> Data? {
+        guard let (text, source) = try scalarText(key) else { return nil }
+        guard let data = Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)), data.count >= minimumBytes else {
+            throw ConfigError(key: source, problem: "must be base64 of at least \(minimumBytes) bytes (for example: openssl rand -base64 32)")
+        }
+        return data
+    }
+
     /// A list of scalars (a lone scalar counts as a one-element list).
     public func stringList(_ key: String, default defaultValue: [String]) throws -> [String] {
         guard let (value, source) = raw(key) else { return defaultValue }

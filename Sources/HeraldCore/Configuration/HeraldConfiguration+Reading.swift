@@ -208,7 +208,12 @@ extension HeraldConfiguration {
             url: gatewayURL, headers: headers, bodyTemplate: bodyTemplate,
             contentType: contentType,
             timeout: try gateway.duration("timeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)),
-            rate: try gateway.rate("rate", default: RatePolicy(limit: 100, period: .seconds(1)))!)
+            rate: try gateway.rate("rate", default: RatePolicy(limit: 100, period: .seconds(1)))!,
+            callbackSecret: try gateway.base64Secret("callbackSecret", minimumBytes: 16),
+            messageIdPath: try gateway.optionalString("messageIdPath"))
+        if let path = httpGateway.messageIdPath, JSONPointer(path) == nil {
+            throw gateway.fail("messageIdPath", "must be a JSON pointer such as /id or /messages/0/id (got \(path))")
+        }
         try gateway.finish()
         if provider == "http", httpGateway.url == nil {
             throw sms.fail("http.url", "is required when sms.provider is http")

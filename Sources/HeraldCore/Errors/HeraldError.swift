@@ -42,10 +42,8 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidJSON = Code(
             "INVALID_JSON", status: "INVALID_ARGUMENT", fixedMessage: "Invalid JSON payload received.")
         public static let invalidTemporaryProof = Code("INVALID_TEMPORARY_PROOF")
-        /// No or a wrong admin token on the admin API (`WWW-Authenticate: Bearer` goes with it).
-        public static let unauthenticated = Code(
-            "UNAUTHENTICATED", http: 401, reason: "authError", status: "UNAUTHENTICATED",
-            fixedMessage: "Request is missing a valid admin token (Authorization: Bearer <admin.tokens entry>).")
+        /// No or a wrong admin token on the admin API, a receipt without a valid signature.
+        public static let unauthenticated = Code("UNAUTHENTICATED", http: 401, reason: "authError", status: "UNAUTHENTICATED")
         public static let notFound = Code("NOT_FOUND", http: 404, reason: "notFound", status: "NOT_FOUND", fixedMessage: "Not Found")
         public static let notImplemented = Code("NOT_IMPLEMENTED", http: 501, reason: "unimplemented", status: "NOT_IMPLEMENTED")
         public static let unavailable = Code("UNAVAILABLE", http: 503, reason: "backendError", status: "UNAVAILABLE")

@@ -25,6 +25,11 @@ public enum JobSignature {
         return HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: body, using: key)
     }
 
+    /// The same check under a raw secret (`sms.http.callbackSecret` for delivery receipts).
+    public static func verify(_ body: Data, signature: String?, secret: Data) -> Bool {
+        verify(body, signature: signature, key: SymmetricKey(data: secret))
+    }
+
     static func bytes(hex: Substring) -> [UInt8]? {
         guard hex.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []

@@ -267,6 +267,23 @@ public protocol MessageLedger: Sendable {
     /// Deletes up to `limit` rows last changed before `date`; returns how many (call again while it
     /// returns `limit`: short transactions, never one that holds the table).
     func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int
+    /// A provider's delivery receipt for an SMS that went out (sending, sent, uncertain, or an earlier
+    /// receipt: the latest receipt wins): `delivered` or `undelivered` with the provider's error code,
+    /// and the provider's message id when the row has none yet.
+    func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws -> ReceiptResult
+}
+
+/// What a delivery receipt did.
+public enum ReceiptResult: Sendable, Equatable {
+    /// The message moved; its destination is for the per-country count.
+    case applied(destination: String)
+    /// The ledger has the job, but it never went out (still queued, or failed, expired, dead).
+    case notSent(DeliveryStatus)
+    /// No such SMS job in the ledger (never issued, purged, or another type).
+    case unknown
+
+    /// Statuses a receipt may change.
+    public static let receivable: [DeliveryStatus] = [.sending, .sent, .delivered, .undelivered, .uncertain]
 }
 
 /// Everything the API and workers keep in the shared store.
