@@ -45,6 +45,8 @@ public struct TestConfiguration: Sendable {
     /// `sms.http.callbackSecret` (base64) and `messageIdPath`; receipts are signed with `callbackSecret`.
     public var callbackSecret: String? = nil
     public var messageIdPath: String? = nil
+    /// `sms.prices` as YAML flow, e.g. `{US: {perSegment: 0.0079, currency: USD}}`.
+    public var smsPrices = "{}"
     public var trustedProxies: [String] = []
     public var regions = "{allow: [], deny: []}"
     /// The `appVerification` section; off by default so tests of other features need no credential.
@@ -126,6 +128,7 @@ public struct TestConfiguration: Sendable {
             sms:
               provider: \(provider)
               perNumberSpacing: \(perNumberSpacing)
+              prices: \(smsPrices)
               templateDir: "\(Self.templateDir)"
               http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}, callbackSecret: \(callbackSecret.map { "\"\($0)\"" } ?? "null"), messageIdPath: \(messageIdPath.map { "\"\($0)\"" } ?? "null")}
             email:

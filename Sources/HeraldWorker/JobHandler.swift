@@ -21,9 +21,13 @@ public protocol JobHandler: Sendable {
     var providerRate: LimitCheck? { get }
     /// The provider the jobs go through (`http`, `console`, `smtp`, `apns`), kept on the ledger row.
     var providerName: String { get }
+    /// What one segment of `job` costs (`sms.prices`), for `herald_sms_cost_total`; nil: not priced.
+    func price(of job: Job) -> HeraldConfiguration.SMS.Prices.Price?
 }
 
 extension JobHandler {
+    public func price(of job: Job) -> HeraldConfiguration.SMS.Prices.Price? { nil }
+
     /// What the ledger keeps about `job` when a worker claims it.
     func description(of job: Job, producer: String?) -> DeliveryDescription {
         let template: String? =
@@ -44,19 +48,23 @@ public struct SMSJobHandler: JobHandler {
     let templates: TemplateCatalog
     let providerRatePolicy: RatePolicy?
     let perNumberSpacing: Duration
+    let prices: HeraldConfiguration.SMS.Prices
 
     /// `providerRate` caps sends through `channel` across all workers (nil: unlimited);
-    /// `perNumberSpacing` keeps SMS to one number apart (zero: off).
+    /// `perNumberSpacing` keeps SMS to one number apart (zero: off); `prices` price the segments sent.
     public init(
         channel: any DeliveryChannel, keys: HeraldKeys, templates: TemplateCatalog, providerRate: RatePolicy? = nil,
-        perNumberSpacing: Duration = .zero
+        perNumberSpacing: Duration = .zero, prices: HeraldConfiguration.SMS.Prices = .init()
     ) {
         self.channel = channel
         self.sealer = Sealer(key: keys.sealing)
         self.templates = templates
         self.providerRatePolicy = providerRate
         self.perNumberSpacing = perNumberSpacing
+        self.prices = prices
     }
+
+    public func price(of job: Job) -> HeraldConfiguration.SMS.Prices.Price? { prices.price(for: region(of: job)) }
 
     public func spacingChecks(for job: Job) -> [LimitCheck] {
         guard perNumberSpacing > .zero else { return [] }

@@ -286,6 +286,10 @@ public final class WorkerService: Service {
                 let started = ContinuousClock.now
                 let delivered = await handler.deliver(job, now: clock.now)
                 Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)]).record(duration: ContinuousClock.now - started)
+                if let code = delivered.outcome.errorCode {
+                    Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", handler.providerName), ("code", code)])
+                        .increment()
+                }
                 report = delivered
                 action = machine.delivered(delivered.outcome, segments: delivered.segments, now: clock.now)
             case .finish(let finish):
@@ -294,10 +298,13 @@ public final class WorkerService: Service {
                 count(finish.outcome)
                 if finish.outcome == "sent" {
                     if let segments = report?.segments {
-                        Counter(
-                            label: "herald_sms_segments_total",
-                            dimensions: [("country", handler.region(of: job)), ("encoding", segments.encoding.rawValue)]
-                        ).increment(by: segments.segments)
+                        let country = handler.region(of: job)
+                        Counter(label: "herald_sms_segments_total", dimensions: [("country", country), ("encoding", segments.encoding.rawValue)])
+                            .increment(by: segments.segments)
+                        if let price = handler.price(of: job) {
+                            FloatingPointCounter(label: "herald_sms_cost_total", dimensions: [("country", country), ("currency", price.currency)])
+                                .increment(by: price.perSegment * Double(segments.segments))
+                        }
                     }
                     Timer(label: "herald_worker_enqueue_to_sent_seconds", dimensions: [("type", type)])
                         .record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))

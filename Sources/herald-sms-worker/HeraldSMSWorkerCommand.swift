@@ -27,7 +27,7 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
         let handler = SMSJobHandler(
             channel: channel, keys: keys, templates: configuration.sms.templates,
             providerRate: configuration.sms.provider == "http" ? configuration.sms.http.rate : nil,
-            perNumberSpacing: configuration.sms.perNumberSpacing)
+            perNumberSpacing: configuration.sms.perNumberSpacing, prices: configuration.sms.prices)
         try await WorkerProcess.run(handler: handler, ledger: store, keys: keys, configuration: configuration, logger: logger)
     }
 }

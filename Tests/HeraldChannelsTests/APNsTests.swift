@@ -159,7 +159,7 @@ struct APNsChannelTests {
             .init(status: 400, reason: "DeviceTokenNotForTopic"),
         ])
         let unregistered = await fixture.push()
-        #expect(unregistered.outcome == .permanent(reason: "APNs 410 Unregistered"))
+        #expect(unregistered.outcome == .permanent(reason: "APNs 410 Unregistered", code: "Unregistered"))
         #expect(unregistered.invalidToken == "Unregistered")
         #expect(unregistered.invalidSince == Date(timeIntervalSince1970: 1_790_000_000))
         #expect(await fixture.push().invalidToken == "BadDeviceToken")
@@ -175,12 +175,14 @@ struct APNsChannelTests {
             .init(status: 503, reason: "ServiceUnavailable"), .init(status: 429, reason: "TooManyProviderTokenUpdates"),
             .init(status: 400, reason: "BadTopic"),
         ])
-        #expect(await fixture.push().outcome == .retryable(reason: "APNs 429 TooManyRequests", retryAfter: nil))
-        #expect(await fixture.push().outcome == .retryable(reason: "APNs 500 InternalServerError", retryAfter: nil))
-        #expect(await fixture.push().outcome == .retryable(reason: "APNs 503 ServiceUnavailable", retryAfter: nil))
-        #expect(await fixture.push().outcome == .retryable(reason: "APNs 429 TooManyProviderTokenUpdates", retryAfter: .seconds(60)))
+        #expect(await fixture.push().outcome == .retryable(reason: "APNs 429 TooManyRequests", retryAfter: nil, code: "TooManyRequests"))
+        #expect(await fixture.push().outcome == .retryable(reason: "APNs 500 InternalServerError", retryAfter: nil, code: "InternalServerError"))
+        #expect(await fixture.push().outcome == .retryable(reason: "APNs 503 ServiceUnavailable", retryAfter: nil, code: "ServiceUnavailable"))
+        #expect(
+            await fixture.push().outcome
+                == .retryable(reason: "APNs 429 TooManyProviderTokenUpdates", retryAfter: .seconds(60), code: "TooManyProviderTokenUpdates"))
         let badTopic = await fixture.push()
-        #expect(badTopic.outcome == .permanent(reason: "APNs 400 BadTopic"))
+        #expect(badTopic.outcome == .permanent(reason: "APNs 400 BadTopic", code: "BadTopic"))
         #expect(badTopic.invalidToken == nil)
     }
 
@@ -190,12 +192,16 @@ struct APNsChannelTests {
         defer { Task { await fixture.apns.stop() } }
         let start = Date()
         fixture.apns.script([.init(status: 403, reason: "ExpiredProviderToken"), .init(status: 403, reason: "ExpiredProviderToken")])
-        #expect(await fixture.push(now: start).outcome == .retryable(reason: "APNs 403 ExpiredProviderToken", retryAfter: nil))
+        #expect(
+            await fixture.push(now: start).outcome
+                == .retryable(reason: "APNs 403 ExpiredProviderToken", retryAfter: nil, code: "ExpiredProviderToken"))
         let first = try #require(fixture.apns.received.last?.providerToken)
         #expect(await fixture.token.issuedAt == start)
         // 25 minutes later the token is within its 50 minutes and still the same; refused again, it is renewed.
         let later = start.addingTimeInterval(25 * 60)
-        #expect(await fixture.push(now: later).outcome == .retryable(reason: "APNs 403 ExpiredProviderToken", retryAfter: nil))
+        #expect(
+            await fixture.push(now: later).outcome
+                == .retryable(reason: "APNs 403 ExpiredProviderToken", retryAfter: nil, code: "ExpiredProviderToken"))
         #expect(fixture.apns.received.last?.providerToken == first)
         #expect(await fixture.token.issuedAt == later)
         let id = UUID()
@@ -214,7 +220,7 @@ struct APNsChannelTests {
             settings: .init(url: fixture.apns.url, caFile: fixture.apns.caFile, timeout: .seconds(10)), token: other, logger: quietLogger())
         let message = PushMessage(deviceToken: Self.device, environment: .production, topic: Self.bundle, payload: ["receipt": "r"])
         let result = await channel.send(message, secret: "s", jobID: UUID(), expiresAt: Date().addingTimeInterval(60), now: Date())
-        #expect(result.outcome == .retryable(reason: "APNs 403 InvalidProviderToken", retryAfter: nil))
+        #expect(result.outcome == .retryable(reason: "APNs 403 InvalidProviderToken", retryAfter: nil, code: "InvalidProviderToken"))
         #expect(fixture.apns.received.first?.problems == ["InvalidProviderToken"])
     }
 

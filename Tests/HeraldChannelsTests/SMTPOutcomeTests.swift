@@ -17,10 +17,10 @@ struct SMTPOutcomeTests {
         #expect(SMTPChannel.outcome(Self.reply(0, 250, ["250 2.0.0 OK queued"])) == .sent(reference: nil))
         #expect(
             SMTPChannel.outcome(Self.reply(55, 421, ["421 4.7.0 Try again later"]))
-                == .retryable(reason: "SMTP 421 4.7.0 Try again later", retryAfter: nil))
+                == .retryable(reason: "SMTP 421 4.7.0 Try again later", retryAfter: nil, code: "smtp_421"))
         #expect(
             SMTPChannel.outcome(Self.reply(55, 552, ["250 OK", "552-5.2.2 Mailbox full", "552 5.2.2 really"], started: true))
-                == .permanent(reason: "SMTP 552 5.2.2 really"))
+                == .permanent(reason: "SMTP 552 5.2.2 really", code: "smtp_552"))
     }
 
     @Test("a connection lost after DATA's content started to leave is uncertain, whatever libcurl calls it")
@@ -45,9 +45,9 @@ struct SMTPOutcomeTests {
     func tlsAndRedaction() {
         #expect(
             SMTPChannel.outcome(Self.reply(64, 250, ["250 HELP"]))
-                == .permanent(reason: "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true"))
+                == .permanent(reason: "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true", code: "starttls_missing"))
         #expect(
             SMTPChannel.outcome(Self.reply(55, 554, ["554 rejected: https://x/?mode=signIn&oobCode=abc"], started: true))
-                == .permanent(reason: "SMTP (reply text withheld: it quotes the message)"))
+                == .permanent(reason: "SMTP (reply text withheld: it quotes the message)", code: "smtp_554"))
     }
 }

@@ -93,6 +93,22 @@ struct ConfigurationTests {
         #expect(JSONPointer("/a~1b/c~0d")?.tokens == ["a/b", "c~d"])
     }
 
+    @Test("sms.prices: per country and a default, ISO codes only, perSegment and a currency required")
+    func smsPrices() throws {
+        func prices(_ flow: String) -> String {
+            Self.minimal.replacingOccurrences(of: "  templateDir:", with: "  prices: \(flow)\n  templateDir:")
+        }
+        let configured = try ConfigurationLoader.parse(
+            yaml: prices("{US: {perSegment: 0.0079, currency: USD}, default: {perSegment: 0.05, currency: EUR}}"))
+        #expect(configured.sms.prices.price(for: "US") == .init(perSegment: 0.0079, currency: "USD"))
+        #expect(configured.sms.prices.price(for: "DE") == .init(perSegment: 0.05, currency: "EUR"))
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).sms.prices.price(for: "US") == nil)
+        #expect(problem(prices("{usa: {perSegment: 1, currency: USD}}"))?.key == "sms.prices.usa")
+        #expect(problem(prices("{US: {currency: USD}}"))?.key == "sms.prices.US.perSegment")
+        #expect(problem(prices("{US: {perSegment: 1, currency: dollars}}"))?.key == "sms.prices.US.currency")
+        #expect(problem(prices("{US: {perSegment: 1, currency: USD, per: 2}}"))?.key == "sms.prices.US.per")
+    }
+
     @Test("defaults fill everything a minimal file leaves out")
     func defaults() throws {
         let configuration = try ConfigurationLoader.parse(yaml: Self.minimal)

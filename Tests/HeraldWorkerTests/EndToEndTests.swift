@@ -65,7 +65,9 @@ struct EndToEndTests {
 
     @Test("worker health, readiness and metrics on workers.sms.metricsPort")
     func workerEndpoints() async throws {
-        try await StackHarness.run { stack in
+        try await StackHarness.run(configure: {
+            $0.smsPrices = "{US: {perSegment: 0.0079, currency: USD}, default: {perSegment: 0.05, currency: EUR}}"
+        }) { stack in
             let port = freePort()
             try await stack.startWorker(metricsPort: port, environment: ["HERALD_WORKERS_SMS_QUEUE_POLL_INTERVAL": "200ms"])
             let probe = HeraldClient(port: port)
@@ -91,9 +93,14 @@ struct EndToEndTests {
                     }
                         == true
                 })
-            // Ten jobs at once, then idle: in flight goes back to 0 (it used to stay at the last count).
+            // Ten jobs at once, then idle: in flight goes back to 0 (it used to stay at the last count). The
+            // gateway refuses the first once (503) and the one to the UK for good (422).
+            stack.gateway.script([FakeSMSGateway.Reply(status: 503)])
             for index in 0..<10 { _ = try await stack.sendCode(to: "+1555555\(1000 + index)") }
-            try await stack.waitForGateway(11)
+            try await stack.waitForGateway(12)
+            stack.gateway.script([FakeSMSGateway.Reply(status: 422)])
+            _ = try await stack.sendCode(to: "+447911123456")
+            try await stack.waitForGateway(13)
             // The start-up line says what runs at once: min(concurrency 16, prefetch 32) in the test configuration.
             let startLine = stack.workers.first?.output.split(separator: "\n").first { $0.contains("worker started") } ?? ""
             #expect(startLine.contains(#""effectiveConcurrency":"16""#), "\(startLine)")
@@ -106,6 +113,14 @@ struct EndToEndTests {
                 $0.contains("in_flight")
             }
             #expect(settled, "\(gauge)")
+            // Provider errors by provider and code; spend per country from sms.prices (11 one-segment SMS to the US).
+            let final = String(decoding: try await probe.get("/metrics").body, as: UTF8.self)
+            #expect(final.contains(#"herald_worker_provider_errors_total{provider="http",code="http_503"} 1"#))
+            #expect(final.contains(#"herald_worker_provider_errors_total{provider="http",code="http_422"} 1"#))
+            let cost = final.split(separator: "\n").first { $0.hasPrefix(#"herald_sms_cost_total{country="US",currency="USD"}"#) }
+            let spent = try #require(cost.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }, "\(cost ?? "no cost line")")
+            #expect(abs(spent - 11 * 0.0079) < 1e-9)
+            #expect(final.contains(#"herald_sms_cost_total{country="GB""#) == false, "a refused SMS costs nothing")
         }
     }
 }

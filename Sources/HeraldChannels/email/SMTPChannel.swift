@@ -42,25 +42,26 @@ public struct SMTPChannel: EmailChannel {
         }
         switch reply.replyCode {
         case 400..<500:
-            return .retryable(reason: "SMTP \(text)", retryAfter: nil)
+            return .retryable(reason: "SMTP \(text)", retryAfter: nil, code: "smtp_\(reply.replyCode)")
         case 500..<600:
-            return .permanent(reason: "SMTP \(text)")
+            return .permanent(reason: "SMTP \(text)", code: "smtp_\(reply.replyCode)")
         default:
             break
         }
         // No final 4xx/5xx reply: a transport or TLS problem. Once DATA's content started to leave, the
         // server may have queued the message whatever broke, so it is never resent blindly.
         if reply.curlCode == 64 {  // CURLE_USE_SSL_FAILED
-            return .permanent(reason: "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true")
+            return .permanent(reason: "the SMTP server did not offer STARTTLS and email.smtp.requireTLS is true", code: "starttls_missing")
         }
         if reply.messageStarted {
             return .uncertain(
-                reason: "the SMTP connection broke after the message started to leave: \(reply.error ?? "curl error \(reply.curlCode)")")
+                reason: "the SMTP connection broke after the message started to leave: \(reply.error ?? "curl error \(reply.curlCode)")",
+                code: "no_answer")
         }
         if [60, 77, 58].contains(reply.curlCode) {  // certificate verification, CA file, client certificate
-            return .retryable(reason: "SMTP TLS verification failed: \(reply.error ?? "")", retryAfter: nil)
+            return .retryable(reason: "SMTP TLS verification failed: \(reply.error ?? "")", retryAfter: nil, code: "tls")
         }
-        return .retryable(reason: "SMTP server unreachable: \(reply.error ?? "curl error \(reply.curlCode)")", retryAfter: nil)
+        return .retryable(reason: "SMTP server unreachable: \(reply.error ?? "curl error \(reply.curlCode)")", retryAfter: nil, code: "unreachable")
     }
 
     /// Reply lines quoted for operators; servers sometimes echo parts of the message, and a sign-in

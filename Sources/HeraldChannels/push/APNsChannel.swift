@@ -100,15 +100,15 @@ public struct APNsChannel: Sendable {
         } catch {
             switch error.kind {
             case .couldNotConnect, .timedOutBeforeSending, .cancelledBeforeSending, .other:
-                return Result(outcome: .retryable(reason: "APNs unreachable: \(error.message)", retryAfter: nil))
+                return Result(outcome: .retryable(reason: "APNs unreachable: \(error.message)", retryAfter: nil, code: "unreachable"))
             case .failedAfterSending:
-                return Result(outcome: .uncertain(reason: "APNs did not answer after the push was sent: \(error.message)"))
+                return Result(outcome: .uncertain(reason: "APNs did not answer after the push was sent: \(error.message)", code: "no_answer"))
             case .configuration:
-                return Result(outcome: .permanent(reason: "APNs request misconfigured (TLS/CA?): \(error.message)"))
+                return Result(outcome: .permanent(reason: "APNs request misconfigured (TLS/CA?): \(error.message)", code: "misconfigured"))
             }
         }
         guard response.httpVersion == 20 else {
-            return Result(outcome: .retryable(reason: "APNs answered over HTTP/1 (HTTP/2 is required)", retryAfter: nil))
+            return Result(outcome: .retryable(reason: "APNs answered over HTTP/1 (HTTP/2 is required)", retryAfter: nil, code: "http1"))
         }
         let answer = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         let reason = answer?["reason"] as? String
@@ -117,7 +117,8 @@ public struct APNsChannel: Sendable {
             return Result(outcome: .sent(reference: response.header("apns-id")))
         case .invalidToken(let reason):
             let since = (answer?["timestamp"] as? Double).map { Date(timeIntervalSince1970: $0 / 1000) }
-            return Result(outcome: .permanent(reason: "APNs \(response.status) \(reason)"), invalidToken: reason, invalidSince: since)
+            return Result(
+                outcome: .permanent(reason: "APNs \(response.status) \(reason)", code: Self.code(reason)), invalidToken: reason, invalidSince: since)
         case .providerTokenRefused(let reason):
             let renewed = (try? await token.renewAfterRefusal(now: now)) ?? false
             if renewed {
@@ -127,13 +128,20 @@ public struct APNsChannel: Sendable {
                     "APNs refused a provider token younger than 20 minutes: check push.apns.keyId/teamId/keyFile and the clock",
                     metadata: ["reason": .string(reason)])
             }
-            return Result(outcome: .retryable(reason: "APNs 403 \(reason)", retryAfter: nil))
+            return Result(outcome: .retryable(reason: "APNs 403 \(reason)", retryAfter: nil, code: Self.code(reason)))
         case .retryable(let reason):
             let retryAfter: Duration? = reason == "TooManyProviderTokenUpdates" ? .seconds(60) : response.retryAfter
-            return Result(outcome: .retryable(reason: "APNs \(response.status) \(reason)", retryAfter: retryAfter))
+            return Result(outcome: .retryable(reason: "APNs \(response.status) \(reason)", retryAfter: retryAfter, code: Self.code(reason)))
         case .permanent(let reason):
             logger.error("APNs refused the push permanently", metadata: ["status": .stringConvertible(response.status), "reason": .string(reason)])
-            return Result(outcome: .permanent(reason: "APNs \(response.status) \(reason)"))
+            return Result(outcome: .permanent(reason: "APNs \(response.status) \(reason)", code: Self.code(reason)))
         }
+    }
+
+    /// APNs's reason as a metric label: its documented names are short identifiers; anything else
+    /// (an unknown body) is cut so a label cannot grow without bound.
+    static func code(_ reason: String) -> String {
+        let cleaned = reason.replacingOccurrences(of: " ", with: "_").filter { $0.isLetter || $0.isNumber || $0 == "_" }
+        return cleaned.isEmpty ? "unknown" : String(cleaned.prefix(40))
     }
 }

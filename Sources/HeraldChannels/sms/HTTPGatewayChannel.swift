@@ -47,13 +47,13 @@ public struct HTTPGatewayChannel: DeliveryChannel {
         } catch {
             switch error.kind {
             case .couldNotConnect, .timedOutBeforeSending, .cancelledBeforeSending:
-                return .retryable(reason: "gateway unreachable: \(error.message)", retryAfter: nil)
+                return .retryable(reason: "gateway unreachable: \(error.message)", retryAfter: nil, code: "unreachable")
             case .failedAfterSending:
-                return .uncertain(reason: "gateway did not answer after the request was sent: \(error.message)")
+                return .uncertain(reason: "gateway did not answer after the request was sent: \(error.message)", code: "no_answer")
             case .configuration:
-                return .permanent(reason: "gateway request misconfigured: \(error.message)")
+                return .permanent(reason: "gateway request misconfigured: \(error.message)", code: "misconfigured")
             case .other:
-                return .retryable(reason: "gateway transport error: \(error.message)", retryAfter: nil)
+                return .retryable(reason: "gateway transport error: \(error.message)", retryAfter: nil, code: "transport")
             }
         }
     }
@@ -69,10 +69,10 @@ public struct HTTPGatewayChannel: DeliveryChannel {
             }
             return .sent(reference: id)
         case 408, 425, 429, 500..<600:
-            return .retryable(reason: "gateway answered HTTP \(status)", retryAfter: retryAfter)
+            return .retryable(reason: "gateway answered HTTP \(status)", retryAfter: retryAfter, code: "http_\(status)")
         default:
             let snippet = String(decoding: body.prefix(200), as: UTF8.self).map { $0.isNumber ? "#" : $0 }
-            return .permanent(reason: "gateway answered HTTP \(status): \(String(snippet))")
+            return .permanent(reason: "gateway answered HTTP \(status): \(String(snippet))", code: "http_\(status)")
         }
     }
 }

@@ -317,6 +317,9 @@ public struct ConfigReader {
         return ConfigReader(session: session, path: path + [key], values: map)
     }
 
+    /// The keys this section has in the file, sorted (for maps keyed by name, such as `sms.prices`).
+    public var keys: [String] { values.keys.sorted() }
+
     /// Readers for a list of sections (such as `projects`); nil when the key is absent.
     public func sectionList(_ key: String) throws -> [ConfigReader]? {
         guard let (value, source) = raw(key) else { return nil }

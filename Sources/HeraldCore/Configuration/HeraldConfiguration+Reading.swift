@@ -6,6 +6,27 @@ extension HeraldConfiguration {
     /// Placeholders a gateway request body may use.
     public static let gatewayBodyPlaceholders: Set<String> = ["to", "body", "reference", "expiresAt", "project"]
     /// Default gateway body: JSON, escaped as JSON strings.
+    /// `sms.prices`: ISO country codes (or `default`) to `{perSegment, currency}`.
+    static func prices(_ section: ConfigReader) throws -> SMS.Prices {
+        var prices = SMS.Prices()
+        for name in section.keys {
+            guard name == "default" || (name.count == 2 && name.allSatisfy { $0.isASCII && $0.isUppercase }) else {
+                throw section.fail(name, "keys are ISO 3166 country codes such as US or DE, or default")
+            }
+            let entry = try section.section(name)
+            let perSegment = try entry.double("perSegment", default: -1, in: -1...1000)
+            guard perSegment >= 0 else { throw entry.fail("perSegment", "is required: the price of one segment, such as 0.0079") }
+            let currency = try entry.string("currency", default: "")
+            guard currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
+                throw entry.fail("currency", "must be an ISO 4217 code such as USD or EUR (got '\(currency)')")
+            }
+            try entry.finish()
+            let price = SMS.Prices.Price(perSegment: perSegment, currency: currency)
+            if name == "default" { prices.fallback = price } else { prices.byCountry[name] = price }
+        }
+        return prices
+    }
+
     public static let defaultGatewayBody = #"{"to":"{{to}}","body":"{{body}}","reference":"{{reference}}"}"#
     /// Message templates every locale directory may hold (`en` must hold all).
     public static let smsTemplateNames = ["verification", "mfa"]
@@ -221,7 +242,8 @@ extension HeraldConfiguration {
         self.sms = SMS(
             provider: provider, http: httpGateway, templateDir: try sms.string("templateDir", default: "config/templates/sms"),
             templates: TemplateCatalog([:]),
-            perNumberSpacing: try sms.duration("perNumberSpacing", default: .seconds(5), in: .zero ... .seconds(3600)))
+            perNumberSpacing: try sms.duration("perNumberSpacing", default: .seconds(5), in: .zero ... .seconds(3600)),
+            prices: try Self.prices(try sms.section("prices")))
         try sms.finish()
 
         let email = try root.section("email")

@@ -307,6 +307,32 @@ public struct HeraldConfiguration: Sendable {
         public var templates: TemplateCatalog
         /// Minimum time between two SMS to one number (workers delay the later one); zero disables.
         public var perNumberSpacing: Duration
+        /// What a segment costs per destination country (ISO code), with an optional fallback.
+        public var prices: Prices = Prices()
+
+        /// `sms.prices`: `{US: {perSegment: 0.0079, currency: USD}, default: {…}}`, for
+        /// `herald_sms_cost_total{country,currency}`; countries without a price (and no default) cost nothing there.
+        public struct Prices: Sendable, Equatable {
+            public struct Price: Sendable, Equatable {
+                public var perSegment: Double
+                public var currency: String
+
+                public init(perSegment: Double, currency: String) {
+                    self.perSegment = perSegment
+                    self.currency = currency
+                }
+            }
+            public var byCountry: [String: Price]
+            public var fallback: Price?
+
+            public init(byCountry: [String: Price] = [:], fallback: Price? = nil) {
+                self.byCountry = byCountry
+                self.fallback = fallback
+            }
+
+            /// The price of an SMS to `country`, if any.
+            public func price(for country: String) -> Price? { byCountry[country] ?? fallback }
+        }
 
         /// `sms.http`: the generic HTTP gateway.
         public struct HTTPGateway: Sendable {

@@ -1,13 +1,25 @@
 /// What a provider's answer means for a job. Every channel maps its provider's replies to one of these.
+///
+/// `code` is the provider error as a short stable label for `herald_worker_provider_errors_total`
+/// (`http_503`, `unreachable`, `no_answer`, `smtp_550`, an APNs reason such as `BadDeviceToken`); nil
+/// when the failure is Herald's own (a template that does not render, a seal that does not open).
 public enum DeliveryOutcome: Sendable, Equatable {
     /// Accepted by the provider (`reference` is its message id, when it gave one).
     case sent(reference: String?)
     /// Not accepted, but nothing was sent and trying later may work (429, 5xx, connection refused).
-    case retryable(reason: String, retryAfter: Duration?)
+    case retryable(reason: String, retryAfter: Duration?, code: String? = nil)
     /// Will never work (bad number, bad credentials, malformed request): dead-letter it.
-    case permanent(reason: String)
+    case permanent(reason: String, code: String? = nil)
     /// The request may have reached the provider (timeout after sending): resending risks a duplicate.
-    case uncertain(reason: String)
+    case uncertain(reason: String, code: String? = nil)
+
+    /// The provider error label, when the provider (or the way to it) failed.
+    public var errorCode: String? {
+        switch self {
+        case .sent: nil
+        case .retryable(_, _, let code), .permanent(_, let code), .uncertain(_, let code): code
+        }
+    }
 }
 
 /// Where a job stands in the delivery ledger (the idempotency record, keyed by job id).

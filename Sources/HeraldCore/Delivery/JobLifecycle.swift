@@ -264,22 +264,22 @@ public struct JobLifecycle: Sendable {
     public mutating func delivered(_ outcome: DeliveryOutcome, segments: SMSSegments? = nil, now: Date) -> Action {
         guard case .delivering(let attempt) = state else { preconditionFailure("delivered in \(state)") }
         var outcome = outcome
-        if case .uncertain(let reason) = outcome, settings.retryUncertain {
-            outcome = .retryable(reason: reason, retryAfter: nil)
+        if case .uncertain(let reason, let code) = outcome, settings.retryUncertain {
+            outcome = .retryable(reason: reason, retryAfter: nil, code: code)
         }
         switch outcome {
         case .sent(let reference):
             return finish(
                 Record(status: .sent, reason: nil, segments: segments, providerMessageID: reference, detail: reference.map { "provider id \($0)" }),
                 .ack, "sent", Note(.info, "sent", ["attempt": String(attempt)]))
-        case .uncertain(let reason):
+        case .uncertain(let reason, _):
             return finish(
                 Record(status: .uncertain, reason: reason), .ack, "uncertain", Note(.warning, "outcome unknown; not resending", ["reason": reason]))
-        case .permanent(let reason):
+        case .permanent(let reason, _):
             return finish(
                 Record(status: .failed, reason: reason), .deadLetter(reason: reason, attempt: attempt), "failed",
                 Note(.warning, "permanent failure; dead-lettered", ["reason": reason, "attempt": String(attempt)]))
-        case .retryable(let reason, let retryAfter):
+        case .retryable(let reason, let retryAfter, _):
             switch settings.retryPolicy.decide(failures: attempt, retryAfter: retryAfter, now: now, expiresAt: expiresAt) {
             case .retry(let delay):
                 return finish(
