@@ -181,7 +181,7 @@ let package = Package(
         .executableTarget(
             name: "herald-admin",
             dependencies: [
-                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore",
+                "HeraldAMQP", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -3,7 +3,9 @@
 # 127.0.0.1, all state under $HERALD_STATE_DIR/rabbitmq (default .herald/rabbitmq, git-ignored).
 # AMQP_PORT (default 5672) picks the port; several nodes can run side by side (the outage test starts
 # its own on a free port). AMQP_TLS_PORT with AMQP_TLS_CERT, AMQP_TLS_KEY, AMQP_TLS_CA (and
-# AMQP_TLS_REQUIRE_CLIENT_CERT=true) adds a TLS listener.
+# AMQP_TLS_REQUIRE_CLIENT_CERT=true) adds a TLS listener. The default node (port 5672) also runs the
+# management plugin on 127.0.0.1:15672 (AMQP_MANAGEMENT_PORT; empty turns it off), which is what tells
+# `herald-admin topology status` the unacknowledged counts.
 #
 #   scripts/broker.sh start   start one unless a broker already answers on $AMQP_PORT (default 5672)
 #   scripts/broker.sh stop    stop the broker this script started (and its epmd), nothing else
@@ -66,7 +68,14 @@ start() {
       "ssl_options.certfile = $AMQP_TLS_CERT" "ssl_options.keyfile = $AMQP_TLS_KEY" 'ssl_options.verify = verify_peer' \
       "ssl_options.fail_if_no_peer_cert = ${AMQP_TLS_REQUIRE_CLIENT_CERT:-false}" >> "$BASE/rabbitmq.conf"
   fi
-  echo '[].' > "$BASE/enabled_plugins"
+  MANAGEMENT_PORT=${AMQP_MANAGEMENT_PORT-}
+  if [ -z "${AMQP_MANAGEMENT_PORT+set}" ] && [ "$PORT" = 5672 ]; then MANAGEMENT_PORT=15672; fi
+  if [ -n "$MANAGEMENT_PORT" ]; then
+    printf '%s\n' "management.tcp.ip = $HOST" "management.tcp.port = $MANAGEMENT_PORT" >> "$BASE/rabbitmq.conf"
+    echo '[rabbitmq_management].' > "$BASE/enabled_plugins"
+  else
+    echo '[].' > "$BASE/enabled_plugins"
+  fi
   : > "$BASE/rabbitmq-env.conf"
   echo '[].' > "$BASE/advanced.config"
   echo "broker: starting RabbitMQ on $HOST:$PORT (data in $BASE)"

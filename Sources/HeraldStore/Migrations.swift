@@ -197,13 +197,16 @@ public enum Migrations {
     }
 
     /// Applies missing steps in one transaction; safe when several processes start at once (SQLite:
-    /// the write lock `BEGIN IMMEDIATE` takes; PostgreSQL: an advisory lock taken first). Returns the
+    /// the write lock `BEGIN IMMEDIATE` takes; PostgreSQL: an advisory lock on the schema taken first). Returns the
     /// versions applied. A database newer than this build is left alone and refused.
     @discardableResult
     static func migrate(_ db: any SQLConnection) throws -> [Int] {
         let steps = db.dialect == .sqlite ? sqliteSteps : postgresSteps
         return try db.transaction {
-            try db.lock("herald-migrations")
+            // One lock per schema: processes migrating the same schema take turns; different schemas in
+            // one database (tenants, test runs) do not wait for each other.
+            let schema = db.dialect == .postgres ? try db.query("SELECT current_schema()").first?.first?.string ?? "" : ""
+            try db.lock("herald-migrations:\(schema)")
             if db.dialect == .postgres {
                 try db.query("CREATE TABLE IF NOT EXISTS herald_schema_version (version BIGINT NOT NULL)")
                 if try db.query("SELECT version FROM herald_schema_version").isEmpty {

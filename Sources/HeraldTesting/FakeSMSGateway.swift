@@ -47,6 +47,8 @@ public final class FakeSMSGateway: Sendable {
         var fallback: Reply = .ok
         var inFlight = 0
         var maxInFlight = 0
+        /// While true, requests wait before answering (`hold()` / `release()`).
+        var held = false
     }
 
     final class StateBox: Sendable {
@@ -76,6 +78,7 @@ public final class FakeSMSGateway: Sendable {
             }
             defer { box.state.withLock { $0.inFlight -= 1 } }
             if reply.delay > .zero { try await Task.sleep(for: reply.delay) }
+            while box.state.withLock({ $0.held }) { try await Task.sleep(for: .milliseconds(20)) }
             var fields = HTTPFields()
             fields[.contentType] = "application/json"
             for (name, value) in reply.headers {
@@ -106,5 +109,13 @@ public final class FakeSMSGateway: Sendable {
     /// The reply once the script is used up.
     public func setFallback(_ reply: Reply) { stateBox.state.withLock { $0.fallback = reply } }
 
-    public func stop() async { await server.stop() }
+    /// Requests wait unanswered until `release()`: jobs stay in flight as long as a test needs.
+    public func hold() { stateBox.state.withLock { $0.held = true } }
+
+    public func release() { stateBox.state.withLock { $0.held = false } }
+
+    public func stop() async {
+        release()
+        await server.stop()
+    }
 }

@@ -91,10 +91,10 @@ extension HeraldAdminCommand.Topology {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show each queue's ready messages and consumers; exit status 3 when a work queue has no consumer.",
+            abstract: "Show each queue's ready, unacknowledged and consumers; exit status 3 when a work queue has no consumer.",
             discussion: """
-                Unacknowledged counts are not shown: AMQP's queue.declare-ok reports ready messages and consumers only \
-                (RabbitMQ's management UI or `rabbitmqctl list_queues messages_unacknowledged` has them).
+                Unacknowledged counts come from RabbitMQ's management API when amqp.managementUrl is set (AMQP's \
+                queue.declare-ok reports ready messages and consumers only); without it they show as unacked=?.
                 """)
         @OptionGroup var options: CommonOptions
         @Option(name: .customLong("type"), help: "Job types whose work queues must have a consumer (repeatable; default: every type).")
@@ -102,14 +102,25 @@ extension HeraldAdminCommand.Topology {
 
         func run() async throws {
             let required = try types.map(JobType.named)
-            let (_, topology, connection) = try await adminConnection(options)
+            let (configuration, topology, connection) = try await adminConnection(options)
+            let management = configuration.amqp.managementURL.map { BrokerManagement(baseURL: $0, endpoint: configuration.amqp.endpoints[0]) }
+            var managementProblem: String?
             var unserved: [String] = []
             for type in HeraldAMQP.Topology.supportedTypes {
                 let mustBeServed = required.isEmpty || required.contains(type)
                 for queue in topology.queues(type) {
                     do {
+                        // Ready and consumers from AMQP (always there); unacknowledged from the management API.
                         let (messages, consumers) = try await connection.perform { try $0.inspectQueue(queue) }
-                        print("\(queue)\tready=\(messages)\tconsumers=\(consumers)")
+                        var unacked = "?"
+                        if let management, managementProblem == nil {
+                            do {
+                                if let figures = try await management.queue(queue) { unacked = String(figures.unacknowledged) }
+                            } catch {
+                                managementProblem = "\(error)"
+                            }
+                        }
+                        print("\(queue)\tready=\(messages)\tunacked=\(unacked)\tconsumers=\(consumers)")
                         if queue == topology.workQueue(type), consumers == 0, mustBeServed { unserved.append(queue) }
                     } catch {
                         print("\(queue)\tmissing (run: herald-admin topology declare)")
@@ -118,6 +129,7 @@ extension HeraldAdminCommand.Topology {
                 }
             }
             await connection.shutdown()
+            if let managementProblem { print("unacked counts unavailable: \(managementProblem)") }
             if unserved.isEmpty == false {
                 print("no consumer on: \(unserved.joined(separator: ", ")) (no worker reads them; jobs wait until one does)")
                 throw ExitCode(3)

@@ -215,7 +215,7 @@ struct AdminTests {
             #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
             let status = try await stack.admin(["topology", "status", "--type", "sms"])
             #expect(status.contains("\(deadQueue)\tready=1"))
-            #expect(status.contains("\(stack.topology.workQueue(.sms))\tready=0\tconsumers=1"))
+            #expect(status.contains("\(stack.topology.workQueue(.sms))\tready=0\tunacked=?\tconsumers=1"), "no amqp.managementUrl here")
             // Only an sms worker runs: every type's work queue asked for by default → exit status 3, naming them.
             let unserved = try await stack.adminExit(["topology", "status"], configFirst: true)
             #expect(unserved.status == 3)
@@ -233,6 +233,30 @@ struct AdminTests {
             #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 0)
             let id = try #require(UUID(uuidString: stack.gateway.received[0].reference!))
             #expect(try await stack.store.deliveryStatus(jobID: id)?.status == .sent)
+        }
+    }
+
+    @Test("topology status reads unacknowledged counts from the management API when amqp.managementUrl is set")
+    func unackedFromManagement() async throws {
+        try await StackHarness.run(configure: {
+            $0.amqpExtra = #"managementUrl: "http://127.0.0.1:15672""#
+            $0.gatewayTimeout = "60s"
+        }) { stack in
+            try await stack.startAPI()
+            try await stack.startWorker()
+            // Three sends the gateway holds unanswered: delivered to the worker, not yet acknowledged.
+            stack.gateway.hold()
+            for index in 0..<3 { _ = try await stack.sendCode(to: "+1555555020\(index)") }
+            let line = "\(stack.topology.workQueue(.sms))\tready=0\tunacked=3\tconsumers=1"
+            // The broker refreshes its statistics every 5 s.
+            var output = ""
+            let seen = await eventually(timeout: .seconds(45)) {
+                output = (try? await stack.admin(["topology", "status", "--type", "sms"])) ?? ""
+                return output.contains(line)
+            }
+            stack.gateway.release()
+            #expect(seen, "\(output)")
+            #expect(output.contains("unacked counts unavailable") == false)
         }
     }
 

@@ -94,7 +94,11 @@ extension HeraldConfiguration {
             heartbeat: try amqp.duration("heartbeat", default: .seconds(30), in: .zero ... .seconds(600)),
             deliveryLimit: try amqp.int("deliveryLimit", default: 10, in: 1...1000),
             publishTimeout: try amqp.duration("publishTimeout", default: .seconds(5), in: .milliseconds(100) ... .seconds(60)),
-            connectTimeout: try amqp.duration("connectTimeout", default: .seconds(5), in: .milliseconds(100) ... .seconds(60)))
+            connectTimeout: try amqp.duration("connectTimeout", default: .seconds(5), in: .milliseconds(100) ... .seconds(60)),
+            managementURL: try amqp.optionalString("managementUrl"))
+        if let url = self.amqp.managementURL, url.hasPrefix("http://") == false && url.hasPrefix("https://") == false {
+            throw amqp.fail("managementUrl", "must be an http:// or https:// URL such as http://127.0.0.1:15672")
+        }
         try amqp.finish()
 
         let store = try root.section("store")

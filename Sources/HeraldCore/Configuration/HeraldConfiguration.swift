@@ -75,6 +75,9 @@ public struct HeraldConfiguration: Sendable {
         public var publishTimeout: Duration
         /// TCP connect and login timeout.
         public var connectTimeout: Duration
+        /// RabbitMQ's management API (`http://host:15672`), asked with the first node's credentials for what
+        /// AMQP does not report (unacknowledged messages); nil: not asked.
+        public var managementURL: String? = nil
 
         /// `amqp.tls`: how `amqps://` connections check the broker and prove themselves.
         public struct TLS: Sendable, Equatable {
