@@ -10,6 +10,7 @@ public final class MemoryStore: HeraldStoreProtocol {
     private struct Delivery {
         var record: MessageRecord
         var owner: String?
+        var jobBody: Data?
 
         init(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) {
             let now = now.keptToMilliseconds
@@ -392,6 +393,28 @@ public final class MemoryStore: HeraldStoreProtocol {
             record.storedEvents += MessageEvent.parse(line)
             state.deliveries[jobID]?.record = record
             return .applied(destination: record.destination)
+        }
+    }
+
+    public func keepUncertainJob(jobID: UUID, body: Data) async throws {
+        state.withLock { state in state.deliveries[jobID]?.jobBody = body }
+    }
+
+    public func uncertainJob(jobID: UUID) async throws -> Data? {
+        state.withLock { state in state.deliveries[jobID].flatMap { $0.record.status == .uncertain ? $0.jobBody : nil } }
+    }
+
+    public func resolveUncertain(jobID: UUID, resolution: UncertainResolution, decidedBy: String, now: Date) async throws -> Bool {
+        let (status, line) = SQLStore.resolution(resolution, decidedBy: decidedBy, now: now)
+        return state.withLock { state in
+            guard var delivery = state.deliveries[jobID], delivery.record.status == .uncertain else { return false }
+            delivery.record.status = status
+            delivery.record.lastError = nil
+            delivery.record.updatedAt = now.keptToMilliseconds
+            delivery.record.storedEvents += MessageEvent.parse(line)
+            delivery.jobBody = nil
+            state.deliveries[jobID] = delivery
+            return true
         }
     }
 

@@ -163,6 +163,11 @@ public enum Migrations {
         CREATE INDEX deliveries_destination ON deliveries (destination, created_at_ms);
         CREATE INDEX deliveries_created ON deliveries (created_at_ms);
         """,
+        // 7: the job of an `uncertain` message, as published (its code sealed to the job and number), kept
+        // until an operator resolves it (`herald-admin messages resolve --sent | --resend`).
+        """
+        ALTER TABLE deliveries ADD COLUMN job_body BLOB;
+        """,
     ]
 
     /// The same steps for PostgreSQL, derived so the two schemas cannot drift: SQLite's INTEGER, REAL

@@ -97,6 +97,47 @@ extension SQLStore {
         }
     }
 
+    public func keepUncertainJob(jobID: UUID, body: Data) async throws {
+        try await run { db in
+            try db.query("UPDATE deliveries SET job_body = ? WHERE job_id = ?", [.blob(body), .text(jobID.uuidString.lowercased())])
+        }
+    }
+
+    public func uncertainJob(jobID: UUID) async throws -> Data? {
+        try await run { db in
+            guard
+                case .blob(let body) = try db.query(
+                    "SELECT job_body FROM deliveries WHERE job_id = ? AND status = 'uncertain'", [.text(jobID.uuidString.lowercased())]
+                ).first?.first
+            else { return nil }
+            return body
+        }
+    }
+
+    public func resolveUncertain(jobID: UUID, resolution: UncertainResolution, decidedBy: String, now: Date) async throws -> Bool {
+        let (status, line) = Self.resolution(resolution, decidedBy: decidedBy, now: now)
+        return try await run { db in
+            try db.query(
+                """
+                UPDATE deliveries SET status = ?, reason = NULL, updated_at_ms = ?, job_body = NULL, events = COALESCE(events, '') || ?
+                WHERE job_id = ? AND status = 'uncertain'
+                RETURNING job_id
+                """,
+                [.text(status.rawValue), .integer(now.millisecondsSince1970), .text(line), .text(jobID.uuidString.lowercased())]
+            ).isEmpty == false
+        }
+    }
+
+    /// The status and event line of an operator's resolution (the same in every store).
+    static func resolution(_ resolution: UncertainResolution, decidedBy: String, now: Date) -> (DeliveryStatus, String) {
+        switch resolution {
+        case .sent:
+            (.sent, MessageEvent(status: .sent, at: now, detail: "resolved by \(decidedBy): the provider confirms it went out").storedLine)
+        case .resend:
+            (.pending, MessageEvent(status: .queued, at: now, detail: "resolved by \(decidedBy): sent again, once").storedLine)
+        }
+    }
+
     /// A receipt's status, reason and event line (the same in every store).
     static func receipt(delivered: Bool, errorCode: String?, now: Date) -> (DeliveryStatus, String?, String) {
         let code = errorCode.map { String($0.prefix(64)) }

@@ -69,13 +69,30 @@ final class ProviderPacer: Sendable {
 
     /// Waits for this ticket's token; `.wouldExpire` when the job's turn has not come by `expiresAt`,
     /// `.unavailable` when the store cannot be asked (the job then goes unthrottled).
+    ///
+    /// A cancelled wait (the worker's shutdown grace ran out) ends at once as `.unavailable`: the job
+    /// then finds its task cancelled before it claims and goes back to the queue unsent.
     func wait(_ ticket: Ticket, expiresAt: Date) async -> JobLifecycle.Throttle {
+        await withTaskCancellationHandler {
+            await waitForTurn(ticket, expiresAt: expiresAt)
+        } onCancel: {
+            state.withLock { state in
+                guard let continuation = state.waiters[ticket.number]?.continuation else { return }
+                state.waiters[ticket.number] = nil
+                state.line.removeAll { $0 == ticket.number }
+                continuation.resume(returning: .unavailable)
+            }
+        }
+    }
+
+    private func waitForTurn(_ ticket: Ticket, expiresAt: Date) async -> JobLifecycle.Throttle {
         await withCheckedContinuation { continuation in
             let start = state.withLock { state -> Bool? in
                 if state.waiters[ticket.number]?.granted == true {
                     state.waiters[ticket.number] = nil
                     return nil
                 }
+                if Task.isCancelled { return nil }
                 state.waiters[ticket.number] = Waiter(expiresAt: expiresAt, continuation: continuation)
                 guard state.pumping == false else { return false }
                 state.pumping = true

@@ -78,6 +78,8 @@ public final class WorkerService: Service {
     let clock: any WallClock
     let logger: Logger
     let stopping = Mutex(false)
+    /// Every job of the consuming loop has finished (a shutdown grace ending later has nothing to cut).
+    let drained = Mutex(false)
     /// The provider rate, handed out in delivery order (nil: the handler has no provider rate).
     let pacer: ProviderPacer?
 
@@ -145,11 +147,28 @@ public final class WorkerService: Service {
             started["effectiveConcurrency"] = .stringConvertible(min(settings.concurrency, prefetch))
         }
         logger.info("worker started", metadata: started)
+        // The grace runs from the stop request: when it ends, the consuming task is cancelled, which
+        // hands back every job still waiting (throttle, pacer, a free slot) and lets provider calls
+        // under way finish (`process`).
+        let consuming = Task { await consumeUntilStopped() }
         await withGracefulShutdownHandler {
-            await consumeUntilStopped()
+            await withTaskCancellationHandler {
+                await consuming.value
+                self.drained.withLock { $0 = true }
+            } onCancel: {
+                consuming.cancel()
+            }
         } onGracefulShutdown: {
             self.stopping.withLock { $0 = true }
             Task { await self.consumer.cancelConsumer() }
+            let grace = self.settings.shutdownGrace
+            let logger = self.logger
+            Task {
+                try? await Task.sleep(for: grace)
+                guard self.drained.withLock({ $0 }) == false else { return }
+                logger.warning("shutdown grace elapsed; waiting jobs go back to the queue, provider calls under way finish")
+                consuming.cancel()
+            }
         }
         await consumer.shutdown()
         await publisher.shutdown()
@@ -158,8 +177,7 @@ public final class WorkerService: Service {
 
     private func consumeUntilStopped() async {
         let inFlight = InFlightGauge(type: handler.type)
-        // Child tasks return true only for the grace timer.
-        await withTaskGroup(of: Bool.self) { group in
+        await withTaskGroup(of: Void.self) { group in
             // Children not yet reaped: the group is only reaped when full, so this is the admission
             // count, not what is in flight (finished jobs count here until the next delivery).
             var running = 0
@@ -170,6 +188,11 @@ public final class WorkerService: Service {
                     continue
                 }
                 if running >= settings.concurrency, await group.next() != nil { running -= 1 }
+                if stopping.withLock({ $0 }) {
+                    // The stop came while this delivery waited for a free slot: it has not started either.
+                    consumer.nack(delivery, requeue: true)
+                    continue
+                }
                 running += 1
                 inFlight.started()
                 // The place in the provider's line is taken here, in delivery order.
@@ -178,20 +201,13 @@ public final class WorkerService: Service {
                     await self.process(delivery, ticket: ticket)
                     if let ticket { self.pacer?.leave(ticket) }
                     inFlight.finished()
-                    return false
                 }
             }
-            // The consumer was cancelled: let in-flight jobs finish within the grace period, then
-            // cancel the rest (their provider calls are abandoned and the jobs recorded as in doubt).
-            group.addTask {
-                try? await Task.sleep(for: self.settings.shutdownGrace)
-                return true
-            }
-            while running > 0, let isTimer = await group.next(), isTimer == false {
-                running -= 1
-            }
-            if running > 0 { logger.warning("shutdown grace elapsed; abandoning in-flight jobs", metadata: ["count": .stringConvertible(running)]) }
-            group.cancelAll()
+            // The consumer was cancelled: the jobs under way finish. When the shutdown grace ends first,
+            // this task is cancelled (see `run`): jobs that have not reached the provider go back to the
+            // queue; a provider call under way is never cut short (it finishes or hits the provider's
+            // timeout and is recorded), so a clean shutdown leaves no job in doubt.
+            await group.waitForAll()
         }
     }
 
@@ -273,6 +289,13 @@ public final class WorkerService: Service {
                 try? await Task.sleep(for: wait)
                 action = machine.held(now: clock.now)
             case .claim:
+                // Shutting down and past the grace: nothing has been sent, so the job goes back to the
+                // queue instead of starting a provider call now.
+                if Task.isCancelled {
+                    consumer.nack(delivery, requeue: true)
+                    count("requeued")
+                    return
+                }
                 do {
                     action = machine.claimed(
                         try await ledger.claimDelivery(
@@ -284,7 +307,11 @@ public final class WorkerService: Service {
                 }
             case .deliver:
                 let started = ContinuousClock.now
-                let delivered = await handler.deliver(job, now: clock.now)
+                // Not cancelled by a shutdown: a request that left finishes or times out (the provider's
+                // timeout), and its outcome is recorded, instead of leaving the job in doubt.
+                let handler = self.handler
+                let now = clock.now
+                let delivered = await Task { await handler.deliver(job, now: now) }.value
                 Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)]).record(duration: ContinuousClock.now - started)
                 if let code = delivered.outcome.errorCode {
                     Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", handler.providerName), ("code", code)])
@@ -366,6 +393,10 @@ public final class WorkerService: Service {
     /// Records the outcome (when there is one), then settles the delivery as the lifecycle decided.
     private func carryOut(_ finish: JobLifecycle.Finish, delivery: AMQPDelivery, job: Job, reserved: Int64?, logger log: Logger) async {
         if let record = finish.record {
+            if record.status == .uncertain {
+                // Kept so an operator can resend it once (`herald-admin messages resolve --resend`).
+                try? await ledger.keepUncertainJob(jobID: job.id, body: delivery.body)
+            }
             do {
                 try await ledger.recordDelivery(
                     jobID: job.id, status: record.status, reason: record.reason, segments: record.segments,

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldAMQP
 import HeraldCore
 import HeraldRuntime
 import HeraldStore
@@ -8,7 +9,7 @@ extension HeraldAdminCommand {
     struct Messages: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "What happened to a message: its status, attempts, provider and every transition (destinations masked).",
-            subcommands: [Show.self, List.self])
+            subcommands: [Show.self, List.self, Resolve.self])
     }
 }
 
@@ -86,6 +87,78 @@ extension HeraldAdminCommand.Messages {
                 print(fields.joined(separator: "\t"))
             }
             if let next = page.next { print("more: --page-token \(next.token)") }
+        }
+    }
+
+    struct Resolve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Decide a message in doubt (status uncertain): --sent when the provider confirms it went out, --resend to send it again.",
+            discussion: """
+                An uncertain message is one whose request may have reached the provider (the worker stopped or timed out after \
+                it left); Herald never resends it by itself. --resend sends it again once, while its code is still valid, and \
+                records the decision. Exit status 4: no such message; 5: not uncertain (already resolved, or never in doubt); \
+                6: its code has expired (nothing is sent).
+                """)
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "The job id.") var id: String
+        @Flag(help: "The provider confirms the message went out.") var sent = false
+        @Flag(help: "Send it again, once.") var resend = false
+
+        func validate() throws {
+            guard sent != resend else { throw ValidationError("say either --sent or --resend") }
+        }
+
+        func run() async throws {
+            guard let jobID = UUID(uuidString: id) else { throw ValidationError("not a job id: \(id)") }
+            let (configuration, store) = try await adminStore(options)
+            defer { Task { await store.close() } }
+            guard let message = try await store.message(id: jobID) else {
+                print("no message \(id.lowercased()) in the ledger")
+                throw ExitCode(4)
+            }
+            guard message.status == .uncertain else {
+                print("message \(id.lowercased()) is \(message.publicStatus.rawValue), not uncertain: nothing to resolve")
+                throw ExitCode(5)
+            }
+            let decidedBy = "herald-admin (\(ProcessInfo.processInfo.environment["USER"] ?? "unknown user"))"
+            if sent {
+                guard try await store.resolveUncertain(jobID: jobID, resolution: .sent, decidedBy: decidedBy, now: Date()) else {
+                    print("message \(id.lowercased()) was resolved meanwhile")
+                    throw ExitCode(5)
+                }
+                print("resolved \(id.lowercased()) as sent")
+                return
+            }
+            guard let body = try await store.uncertainJob(jobID: jobID), let job = try? JobCodec.decode(body) else {
+                print("message \(id.lowercased()) has no job kept to resend (recorded by an older worker); resolve it with --sent or leave it")
+                throw ExitCode(5)
+            }
+            // A code that expires before the SMS could arrive only confuses the user.
+            guard job.expiresAt > Date().addingTimeInterval(30) else {
+                print("the code of \(id.lowercased()) expired at \(Timestamp.format(job.expiresAt)): nothing sent; the user asks for a new one")
+                throw ExitCode(6)
+            }
+            // Back to queued first (once: a second resolve finds it no longer uncertain), then published.
+            guard try await store.resolveUncertain(jobID: jobID, resolution: .resend, decidedBy: decidedBy, now: Date()) else {
+                print("message \(id.lowercased()) was resolved meanwhile")
+                throw ExitCode(5)
+            }
+            let (_, topology, connection) = try await adminConnection(options)
+            let publisher = AMQPJobPublisher(
+                connection: connection, topology: topology, keys: HeraldKeys(master: try KeyMaterial.sealingKey(configuration)))
+            do {
+                try await publisher.publish(job, traceparent: .random())
+            } catch {
+                await connection.shutdown()
+                // Not queued after all: the message is in doubt again, with its job, for another try.
+                try? await store.keepUncertainJob(jobID: jobID, body: body)
+                try? await store.recordDelivery(
+                    jobID: jobID, status: .uncertain, reason: "resend not confirmed by the broker", segments: nil, providerMessageID: nil,
+                    detail: "resend by \(decidedBy) not confirmed by the broker: \(error)", now: Date())
+                throw error
+            }
+            await connection.shutdown()
+            print("resent \(id.lowercased()) (to \(message.maskedDestination)); the worker sends it once more")
         }
     }
 }

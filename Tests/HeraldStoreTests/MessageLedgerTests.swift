@@ -177,3 +177,40 @@ extension MessageLedgerTests {
         }
     }
 }
+
+extension MessageLedgerTests {
+    @Test(
+        "an uncertain message keeps its job until an operator resolves it, once: sent, or back to queued to be resent", arguments: StoreKind.allCases)
+    func resolveUncertain(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let job = UUID()
+            try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+15555550100", now: Self.base)
+            _ = try await store.claimDelivery(
+                jobID: job, projectID: "p", type: .sms, destination: "+15555550100", owner: "w1", now: Self.base, reclaimInDoubt: false)
+            #expect(try await store.resolveUncertain(jobID: job, resolution: .sent, decidedBy: "ops", now: Self.base) == false, "not uncertain yet")
+            let body = Data(#"{"id":"job"}"#.utf8)
+            try await store.keepUncertainJob(jobID: job, body: body)
+            try await store.recordDelivery(jobID: job, status: .uncertain, reason: "no answer", now: Self.base.addingTimeInterval(1))
+            #expect(try await store.uncertainJob(jobID: job) == body)
+            #expect(try await store.resolveUncertain(jobID: job, resolution: .resend, decidedBy: "ops", now: Self.base.addingTimeInterval(2)))
+            #expect(
+                try await store.resolveUncertain(jobID: job, resolution: .resend, decidedBy: "ops", now: Self.base.addingTimeInterval(3)) == false)
+            #expect(try await store.uncertainJob(jobID: job) == nil, "the kept job is dropped")
+            let message = try #require(try await store.message(id: job))
+            #expect(message.status == .pending)
+            #expect(message.lastError == nil)
+            #expect(message.events.last?.detail == "resolved by ops: sent again, once")
+            #expect(
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+15555550100", owner: "w2", now: Self.base, reclaimInDoubt: false)
+                    == .claimed(attempt: 2), "the resent job is claimed again")
+
+            let other = UUID()
+            try await store.recordPending(jobID: other, projectID: "p", type: .sms, destination: "+15555550100", now: Self.base)
+            try await store.recordDelivery(jobID: other, status: .uncertain, reason: "no answer", now: Self.base)
+            #expect(try await store.resolveUncertain(jobID: other, resolution: .sent, decidedBy: "ops", now: Self.base.addingTimeInterval(1)))
+            #expect(try await store.message(id: other)?.status == .sent)
+            #expect(try await store.uncertainJob(jobID: other) == nil)
+        }
+    }
+}

@@ -180,6 +180,37 @@ struct FaultTests {
         }
     }
 
+    @Test("SIGTERM with a shutdown grace shorter than the gateway's answer: the requests under way finish and are recorded, none in doubt")
+    func shortGraceLeavesNothingInDoubt() async throws {
+        try await StackHarness.run(configure: {
+            $0.shutdownGrace = "1s"
+            $0.gatewayTimeout = "10s"
+            $0.concurrency = 4
+            $0.prefetch = 8
+        }) { stack in
+            try await stack.startAPI()
+            stack.gateway.setFallback(.init(status: 200, delay: .seconds(3)))
+            let worker = try await stack.startWorker()
+            for index in 0..<6 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 300 + index))") }
+            try await stack.waitForGateway(4)
+            let started = ContinuousClock.now
+            #expect(await worker.terminate() == 0)
+            let took = ContinuousClock.now - started
+            stack.workers.removeAll { $0 === worker }
+            stack.stoppedProcesses.append(worker)
+            #expect(took >= .seconds(1), "it waited for the answers under way (\(took))")
+            #expect(worker.output.contains("shutdown grace elapsed"))
+            let store = try await stack.store
+            let sent = stack.gateway.received.compactMap(\.reference)
+            #expect(sent.count == 4, "the two jobs that had not started went back to the queue unsent")
+            for reference in sent {
+                #expect(try await store.deliveryStatus(jobID: UUID(uuidString: reference)!)?.status == .sent, "\(reference)")
+            }
+            let uncertain = try await store.messages(MessageQuery(statuses: [.uncertain])).messages
+            #expect(uncertain.isEmpty)
+        }
+    }
+
     @Test("heartbeats keep flowing while a send takes longer than two heartbeat intervals")
     func heartbeatsDuringLongSends() async throws {
         try await StackHarness.run { stack in

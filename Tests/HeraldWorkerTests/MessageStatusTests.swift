@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldStore
 import HeraldTesting
 import Testing
 
@@ -100,6 +101,46 @@ struct MessageStatusTests {
             let json = try await stack.admin(["messages", "list", "--page-size", "1", "--json"])
             #expect(json.contains("\"nextPageToken\""))
             #expect(try await stack.adminExit(["messages", "list", "--status", "bogus"]).status != 0)
+        }
+    }
+
+    @Test("in doubt: a timed-out send is listed as uncertain; resolve --resend sends it once more, --sent settles it; exit 4, 5")
+    func resolveUncertain() async throws {
+        try await StackHarness.run(configure: { $0.gatewayTimeout = "1s" }) { stack in
+            try await stack.startAPI()
+            try await stack.startWorker()
+            // Two sends the gateway answers too late: the request left, so each is in doubt, never resent by itself.
+            stack.gateway.script([FakeSMSGateway.Reply(status: 200, delay: .seconds(3)), FakeSMSGateway.Reply(status: 200, delay: .seconds(3))])
+            _ = try await stack.sendCode(to: "+15555550111")
+            _ = try await stack.sendCode(to: "+15555550112")
+            try await stack.waitForGateway(2)
+            let byNumber = Dictionary(uniqueKeysWithValues: stack.gateway.received.compactMap { r in r.to.map { ($0, r.reference ?? "") } })
+            let first = try #require(byNumber["+15555550111"])
+            let second = try #require(byNumber["+15555550112"])
+            var listed = ""
+            #expect(
+                await eventually {
+                    listed = (try? await stack.admin(["messages", "list", "--status", "uncertain"])) ?? ""
+                    return listed.contains(first) && listed.contains(second)
+                }, "\(listed)")
+
+            let resent = try await stack.adminExit(["messages", "resolve", first, "--resend"])
+            #expect(resent.status == 0, "\(resent.output)")
+            try await stack.waitForGateway(3)
+            #expect(stack.gateway.received[2].reference == first, "the same job, sent once more")
+            let store = try await stack.store
+            #expect(await eventually { (try? await store.deliveryStatus(jobID: UUID(uuidString: first)!))?.status == .sent })
+            let history = try #require(try await store.message(id: UUID(uuidString: first)!))
+            #expect(history.events.map(\.status).suffix(3) == [.queued, .sending, .sent])
+            #expect(history.events.contains { $0.detail?.contains("resolved by herald-admin") == true })
+            #expect(try await stack.adminExit(["messages", "resolve", first, "--resend"]).status == 5, "once")
+
+            #expect(try await stack.adminExit(["messages", "resolve", second, "--sent"]).status == 0)
+            #expect(try await store.deliveryStatus(jobID: UUID(uuidString: second)!)?.status == .sent)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(stack.gateway.received.count == 3, "--sent sends nothing")
+            #expect(try await stack.adminExit(["messages", "resolve", UUID().uuidString, "--sent"]).status == 4)
+            #expect(try await stack.adminExit(["messages", "resolve", second]).status != 0, "a decision is required")
         }
     }
 }

@@ -233,6 +233,8 @@ public protocol DeliveryLedger: Sendable {
     ) async throws
     /// Adds an event without changing the status (a skipped duplicate).
     func noteDelivery(jobID: UUID, status: MessageStatus, detail: String?, now: Date) async throws
+    /// Keeps the job of a message about to be recorded `uncertain`, so an operator can resend it.
+    func keepUncertainJob(jobID: UUID, body: Data) async throws
     /// The current status and reason of a job, if known.
     func deliveryStatus(jobID: UUID) async throws -> (status: DeliveryStatus, reason: String?, attempts: Int)?
 }
@@ -271,6 +273,17 @@ public protocol MessageLedger: Sendable {
     /// receipt: the latest receipt wins): `delivered` or `undelivered` with the provider's error code,
     /// and the provider's message id when the row has none yet.
     func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws -> ReceiptResult
+    /// The kept job of an `uncertain` message (nil when it is not uncertain or nothing was kept).
+    func uncertainJob(jobID: UUID) async throws -> Data?
+    /// An operator's decision on an `uncertain` message, taken once: `sent` (the provider confirms it
+    /// went out) or `resend` (back to queued, for the caller to publish again). False when the message
+    /// is not uncertain (any more). Either way the kept job is dropped.
+    func resolveUncertain(jobID: UUID, resolution: UncertainResolution, decidedBy: String, now: Date) async throws -> Bool
+}
+
+/// What an operator decided about a message in doubt.
+public enum UncertainResolution: String, Sendable {
+    case sent, resend
 }
 
 /// What a delivery receipt did.
