@@ -10,22 +10,26 @@ packages=(rabbitmq-server librabbitmq-dev libcurl4-openssl-dev libsqlite3-dev pk
 # and one test on three network namespaces (iproute2's ip netns; needs root, as CI has).
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then packages+=(postgresql-15 postgresql-client-15 iproute2); fi
 if [ "${1:-}" = "--bench" ]; then packages+=(wrk linux-perf); fi
+# The monitoring tests run promtool and a Prometheus server of their own (deploy/monitoring); without
+# its recommends (node exporter, smartmontools), which nothing here uses.
+lean=()
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then lean+=(prometheus); fi
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
+for package in "${packages[@]}"; do installed "$package" || missing+=("$package"); done
+missing_lean=()
+for package in "${lean[@]}"; do installed "$package" || missing_lean+=("$package"); done
 
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
+if [ ${#missing[@]} -gt 0 ] || [ ${#missing_lean[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]} ${missing_lean[*]}"
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  # The package's post-install cannot start a service without systemd (policy-rc.d); that is fine:
-  # scripts/broker.sh runs a project-local broker instead.
-  $SUDO apt-get install -y -qq "${missing[@]}" > /dev/null
+  # The packages' post-install cannot start a service without systemd (policy-rc.d); that is fine:
+  # scripts/broker.sh and scripts/postgres.sh run project-local servers, tests their own Prometheus.
+  if [ ${#missing[@]} -gt 0 ]; then $SUDO apt-get install -y -qq "${missing[@]}" > /dev/null; fi
+  if [ ${#missing_lean[@]} -gt 0 ]; then $SUDO apt-get install -y -qq --no-install-recommends "${missing_lean[@]}" > /dev/null; fi
 fi
 
 if ! command -v swift > /dev/null; then
