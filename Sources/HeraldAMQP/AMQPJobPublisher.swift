@@ -32,6 +32,7 @@ public struct AMQPJobPublisher: JobPublisher {
                 "x-herald-attempt": .int(Int64(attempt)),
                 "traceparent": .string(traceparent.description),
                 JobSignature.header: .string(JobSignature.sign(body, key: signingKey)),
+                ForeignJobPolicy.header: .string(HeraldConfiguration.Integrations.heraldAPI),
             ],
             timestamp: job.createdAt)
     }

@@ -288,10 +288,12 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     // MARK: DeliveryLedger
 
-    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
+    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws {
         state.withLock { state in
             guard state.deliveries[jobID] == nil else { return }
-            state.deliveries[jobID] = Delivery(jobID: jobID, projectID: projectID, type: type, destination: destination, now: now)
+            var delivery = Delivery(jobID: jobID, projectID: projectID, type: type, destination: destination, now: now)
+            delivery.record.producer = producer
+            state.deliveries[jobID] = delivery
         }
     }
 

@@ -176,20 +176,24 @@ public final class SQLStore: HeraldStoreProtocol {
 
     // MARK: DeliveryLedger
 
-    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
-        try await run { db in try Self.recordPending(db, jobID: jobID, projectID: projectID, type: type, destination: destination, now: now) }
+    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws {
+        try await run { db in
+            try Self.recordPending(db, jobID: jobID, projectID: projectID, type: type, destination: destination, producer: producer, now: now)
+        }
     }
 
-    static func recordPending(_ db: any SQLConnection, jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) throws {
+    static func recordPending(
+        _ db: any SQLConnection, jobID: UUID, projectID: String, type: JobType, destination: String, producer: String? = nil, now: Date
+    ) throws {
         try db.query(
             """
-            INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
-            VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)
+            INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms, producer)
+            VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)
             ON CONFLICT (job_id) DO NOTHING
             """,
             [
                 .text(jobID.uuidString.lowercased()), .text(projectID), .text(type.rawValue), .text(destination),
-                .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970),
+                .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970), Self.optional(producer),
             ])
     }
 

@@ -47,6 +47,8 @@ public struct TestConfiguration: Sendable {
     public var messageIdPath: String? = nil
     /// `sms.prices` as YAML flow, e.g. `{US: {perSegment: 0.0079, currency: USD}}`.
     public var smsPrices = "{}"
+    /// The `integrations` section (YAML flow), e.g. `{producers: [{id: crm, key: "…", projects: [test-project], types: [sms]}]}`.
+    public var integrations = "{}"
     public var trustedProxies: [String] = []
     public var regions = "{allow: [], deny: []}"
     /// The `appVerification` section; off by default so tests of other features need no credential.
@@ -107,6 +109,7 @@ public struct TestConfiguration: Sendable {
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}
             store: {url: "\(storeURL ?? "sqlite:\(stateDir)/herald.sqlite")", poolSize: 8}
             devMode: \(devMode ?? (provider == "console" || emailProvider == "console"))
+            integrations: \(integrations)
             admin: {tokens: [\(adminTokens.map { "\"\($0)\"" }.joined(separator: ", "))]}
             logging: {level: \(logLevel), format: \(logFormat)}
             projects:

@@ -19,7 +19,7 @@ public enum WorkerProcess {
         let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: handler.type, logger: logger)
         let worker = WorkerService(
             handler: handler, ledger: ledger, consumer: consumer, publisher: publisher, topology: topology,
-            settings: .init(workerConfiguration), keys: keys, logger: logger)
+            settings: .init(workerConfiguration), keys: keys, foreignJobs: ForeignJobPolicy(configuration: configuration), logger: logger)
         let health = HealthServer(
             host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout, logger: logger,
             isReady: { worker.isReady },

@@ -82,11 +82,14 @@ public final class WorkerService: Service {
     let drained = Mutex(false)
     /// The provider rate, handed out in delivery order (nil: the handler has no provider rate).
     let pacer: ProviderPacer?
+    /// Who may publish besides herald-api, and what a foreign job must satisfy.
+    let foreignJobs: ForeignJobPolicy?
 
     public init(
         handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology,
-        settings: Settings, keys: HeraldKeys, clock: any WallClock = SystemClock(), logger: Logger
+        settings: Settings, keys: HeraldKeys, foreignJobs: ForeignJobPolicy? = nil, clock: any WallClock = SystemClock(), logger: Logger
     ) {
+        self.foreignJobs = foreignJobs
         self.jobKey = keys.jobSigning
         self.handler = handler
         self.ledger = ledger
@@ -223,17 +226,19 @@ public final class WorkerService: Service {
             count("malformed")
             return
         }
-        // Nothing from the broker is read, let alone sent, before it proves it came from herald-api.
+        // Nothing from the broker is read, let alone sent, before it proves it came from herald-api or a
+        // configured producer (`integrations.producers`).
         let signature: String? = if case .string(let text) = delivery.headers[JobSignature.header] { text } else { nil }
-        guard JobSignature.verify(delivery.body, signature: signature, key: jobKey) else {
+        let origin: ForeignJobPolicy.Origin
+        switch (foreignJobs ?? ForeignJobPolicy.none).authenticate(
+            body: delivery.body, producer: producer(of: delivery), signature: signature, ownKey: jobKey)
+        {
+        case .success(let verified): origin = verified
+        case .failure(let refusal):
             logger.error(
                 "unauthenticated job dead-lettered",
                 metadata: ["message.id": .string(delivery.messageID ?? "-"), "signed": .stringConvertible(signature != nil)])
-            await deadLetter(
-                delivery,
-                reason:
-                    "unauthenticated: \(signature == nil ? "no" : "an invalid") \(JobSignature.header) (workers send only jobs herald-api signed)",
-                attempt: 0)
+            await deadLetter(delivery, reason: refusal.reason, attempt: 0)
             count("unauthenticated")
             return
         }
@@ -251,6 +256,13 @@ public final class WorkerService: Service {
             await deadLetter(delivery, reason: "a \(job.type.rawValue) job in the \(type) queue", attempt: 0)
             count("malformed")
             return
+        }
+        if case .producer(let producer) = origin {
+            // A foreign job has no ledger row from herald-api: checked here, then recorded like one.
+            guard await admitForeign(job, from: producer, delivery: delivery) else {
+                count("refused")
+                return
+            }
         }
         var log = logger
         log[metadataKey: "job.id"] = .string(job.id.uuidString.lowercased())
@@ -382,6 +394,37 @@ public final class WorkerService: Service {
         let turn = ticket ?? pacer.ticket()
         ticket = nil
         return await pacer.wait(turn, expiresAt: job.expiresAt)
+    }
+
+    /// A foreign job's checks (`ForeignJobPolicy`), its prefix's block, then its ledger row; false when
+    /// it was dead-lettered (or handed back because the store could not be asked).
+    private func admitForeign(_ job: Job, from producer: String, delivery: AMQPDelivery) async -> Bool {
+        let prefix: String
+        switch (foreignJobs ?? ForeignJobPolicy.none).admit(job, from: producer) {
+        case .success(let checked): prefix = checked
+        case .failure(let refusal):
+            logger.warning("foreign job refused", metadata: ["producer": .string(producer), "reason": .string(refusal.reason)])
+            await deadLetter(delivery, reason: refusal.reason, attempt: 0)
+            return false
+        }
+        do {
+            if let block = try await ledger.prefixBlock(projectID: job.project, prefix: prefix, now: clock.now) {
+                await deadLetter(
+                    delivery,
+                    reason:
+                        "blocked: prefix \(prefix) of project '\(job.project)' is blocked until \(Timestamp.format(block.until)) (\(block.reason))",
+                    attempt: 0)
+                return false
+            }
+            try await ledger.recordPending(
+                jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job), producer: producer, now: clock.now)
+            return true
+        } catch {
+            logger.error("cannot check a foreign job in the store; requeueing", metadata: ["error": .string("\(error)")])
+            try? await Task.sleep(for: .seconds(1))
+            consumer.nack(delivery, requeue: true)
+            return false
+        }
     }
 
     /// Who published the job, as its `x-herald-producer` header says (nil when it says nothing).

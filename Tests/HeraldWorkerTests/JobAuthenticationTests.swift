@@ -66,9 +66,12 @@ struct JobAuthenticationTests {
                 if case .string(let reason) = delivery.headers["x-herald-reason"] { reasons[delivery.messageID ?? ""] = reason }
             }
             #expect(
-                reasons[forged.id.uuidString.lowercased()] == "unauthenticated: no x-herald-signature (workers send only jobs herald-api signed)",
+                reasons[forged.id.uuidString.lowercased()]
+                    == "unauthenticated: no x-herald-signature (herald-api signs its jobs; other producers set x-herald-producer)",
                 "\(reasons)")
-            #expect(reasons["readdressed"] == "unauthenticated: an invalid x-herald-signature (workers send only jobs herald-api signed)")
+            #expect(
+                reasons["readdressed"]
+                    == "unauthenticated: an invalid x-herald-signature (herald-api signs its jobs; other producers set x-herald-producer)")
             #expect(reasons["readdressed-signed"] == "unauthenticated: the ledger's to differs from the job's")
             #expect(reasons[moved.id.uuidString.lowercased()]?.contains("params.codeSealed does not open") == true)
             #expect(stack.allOutput.contains("unauthenticated job dead-lettered"))

@@ -23,6 +23,7 @@ public struct HeraldConfiguration: Sendable {
     public var email: Email
     public var push: Push
     public var workers: Workers
+    public var integrations: Integrations = Integrations()
     /// `HERALD_*` variables that are not Herald's (Kubernetes service links, names under no top-level
     /// key); not a key, filled in by the loader so executables can mention them once.
     public var ignoredEnvironment: [String] = []
@@ -152,6 +153,33 @@ public struct HeraldConfiguration: Sendable {
         /// `projects/{p}/accounts` endpoints and `returnOobLink`. firebase-admin in emulator-host mode
         /// sends `owner`, which only devMode accepts; otherwise tokens must be 32 characters or more.
         public var tokens: [String]
+    }
+
+    /// `integrations`: systems other than herald-api that publish jobs to Herald's exchange.
+    public struct Integrations: Sendable {
+        /// `integrations.producers`: who may publish, with which key, for which projects and job types.
+        public var producers: [Producer]
+
+        public init(producers: [Producer] = []) { self.producers = producers }
+
+        /// A foreign producer: sets `x-herald-producer: <id>` and signs each body with `key`
+        /// (`x-herald-signature: sha256=<hex HMAC-SHA256>`).
+        public struct Producer: Sendable, Equatable {
+            public var id: String
+            public var key: Data
+            public var projects: [String]
+            public var types: [JobType]
+
+            public init(id: String, key: Data, projects: [String], types: [JobType]) {
+                self.id = id
+                self.key = key
+                self.projects = projects
+                self.types = types
+            }
+        }
+
+        /// The producer id herald-api's own jobs carry; no configured producer may take it.
+        public static let heraldAPI = "herald-api"
     }
 
     /// `ledger`: the delivery ledger operators read (`/admin/v1/messages`, `herald-admin messages`).

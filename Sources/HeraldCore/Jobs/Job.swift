@@ -5,9 +5,9 @@ public enum JobType: String, Sendable, Codable, CaseIterable {
     case sms, email, push, apple
 }
 
-/// A delivery job, schema v1: the contract between herald-api and the workers (`JobCodec` is its wire
-/// form). Workers accept only jobs signed by herald-api (`JobSignature`) that match its ledger row; there
-/// is no contract for foreign producers yet.
+/// A delivery job, schema v1: the contract between producers and the workers (`JobCodec` is its wire
+/// form, deploy/asyncapi.yaml documents it). Workers accept jobs signed by herald-api (`JobSignature`)
+/// that match its ledger row, and jobs of configured producers (`ForeignJobPolicy`).
 ///
 /// Secrets inside (`params.codeSealed`, `linkSealed`, `secretSealed`) are sealed with `Sealer`, bound to
 /// `id` and the destination.
@@ -17,7 +17,7 @@ public struct Job: Sendable, Equatable {
 
     /// AMQP headers a job keeps when a worker or herald-admin republishes it (retry, throttle, dead
     /// letter, replay); not the broker's own `x-death` bookkeeping.
-    public static let carriedHeaders: Set<String> = ["traceparent", "x-herald-schema", JobSignature.header]
+    public static let carriedHeaders: Set<String> = ["traceparent", "x-herald-schema", JobSignature.header, "x-herald-producer"]
 
     /// Job id; also the AMQP `message_id` and the idempotency record's key.
     public var id: UUID

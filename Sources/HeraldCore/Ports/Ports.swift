@@ -215,8 +215,9 @@ public protocol OobCodeStore: Sendable {
 /// The delivery ledger: one row per job id, the idempotency record that keeps redelivered jobs
 /// from being sent twice, and each message's history for operators (`MessageLedger`).
 public protocol DeliveryLedger: Sendable {
-    /// Records a job the API is about to publish.
-    func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws
+    /// Records a job the API is about to publish, or a worker received from a foreign `producer`
+    /// (nothing when the row exists: a redelivered or republished copy).
+    func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws
     /// Claims a job for sending (from pending, retrying or throttled) when its row exists and names the
     /// same project, type and destination (else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also
     /// one another worker claimed and never finished (risks a duplicate). A claim keeps `description`
@@ -240,6 +241,11 @@ public protocol DeliveryLedger: Sendable {
 }
 
 extension DeliveryLedger {
+    /// Records a job herald-api is about to publish.
+    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws {
+        try await recordPending(jobID: jobID, projectID: projectID, type: type, destination: destination, producer: nil, now: now)
+    }
+
     /// Records an outcome that carries no segments.
     public func recordDelivery(jobID: UUID, status: DeliveryStatus, reason: String?, now: Date) async throws {
         try await recordDelivery(jobID: jobID, status: status, reason: reason, segments: nil, providerMessageID: nil, detail: nil, now: now)
