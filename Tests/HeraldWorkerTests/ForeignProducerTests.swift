@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldAMQP
 import HeraldCore
+import HeraldStore
 import HeraldTesting
 import Testing
 
@@ -81,6 +82,28 @@ struct ForeignProducerTests {
                     "unauthenticated: an invalid x-herald-signature for producer 'crm'", "unauthenticated: no x-herald-signature for producer 'crm'",
                 ])
             #expect(stack.gateway.received.count == 2)
+
+            // A blocked prefix holds for foreign jobs too (here tripped straight in the store).
+            let store = try await stack.store
+            let settings = PrefixVelocity.Settings(
+                enabled: true, window: .seconds(600), multiple: 1, minimumSends: 1, blockFor: .seconds(3600), smoothing: 0.1)
+            var tripped = false
+            for _ in 0..<10 where tripped == false {
+                tripped = try await store.observePrefix(projectID: TestConfiguration.projectID, prefix: "+447911", settings: settings, now: Date())
+            }
+            #expect(tripped)
+            _ = try await shell(
+                "HERALD_AMQP_URL=\(shellQuoted(stack.settings.amqpURL)) HERALD_EXCHANGE=\(shellQuoted(stack.settings.exchange)) "
+                    + "HERALD_PRODUCER_ID=crm HERALD_PRODUCER_KEY=\(Self.key.base64EncodedString()) "
+                    + "\(shellQuoted(SMTPSink.python)) \(shellQuoted(Self.script)) \(TestConfiguration.projectID) +447911123456 hello")
+            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
+            let blocked = try await TestBroker.drain(deadQueue, using: stack.admin).first
+            let blockReason: String? = if case .string(let reason) = blocked?.headers["x-herald-reason"] { reason } else { nil }
+            #expect(
+                blockReason?.hasPrefix("blocked: prefix +447911 of project '\(TestConfiguration.projectID)' is blocked until") == true,
+                "\(blockReason ?? "-")")
+            #expect(stack.gateway.received.count == 2)
+            _ = try await TestBroker.drain(capture, using: stack.admin)
 
             // herald-api's job and the script's both match the published contract.
             let lines = jobs.map { delivery -> String in
