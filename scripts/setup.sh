@@ -10,10 +10,10 @@ packages=(rabbitmq-server librabbitmq-dev libcurl4-openssl-dev libsqlite3-dev pk
 # and one test on three network namespaces (iproute2's ip netns; needs root, as CI has).
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then packages+=(postgresql-15 postgresql-client-15 iproute2); fi
 if [ "${1:-}" = "--bench" ]; then packages+=(wrk linux-perf); fi
-# The monitoring tests run promtool and a Prometheus server of their own (deploy/monitoring); without
-# its recommends (node exporter, smartmontools), which nothing here uses.
+# The monitoring tests run promtool and a Prometheus server of their own (deploy/monitoring), the status
+# page test headless Chromium through chromedriver; without recommends (node exporter, smartmontools…).
 lean=()
-if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then lean+=(prometheus); fi
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then lean+=(prometheus chromium chromium-driver); fi
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for package in "${packages[@]}"; do installed "$package" || missing+=("$package"); done
@@ -38,18 +38,19 @@ if ! command -v swift > /dev/null; then
 fi
 
 # The test suite's real SMTP server (aiosmtpd), the firebase-admin SDK it checks compatibility with, pika
-# (the README's producer example) and jsonschema with PyYAML (jobs checked against deploy/asyncapi.yaml),
+# (the README's producer example), jsonschema with PyYAML (jobs checked against deploy/asyncapi.yaml) and
+# selenium (drives Debian's chromedriver for the status page test),
 # from PyPI into a project-local virtualenv (.herald/venv), so nothing is installed system-wide.
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   VENV=.herald/venv
-  if ! "$VENV/bin/python" -c 'import aiosmtpd, firebase_admin, pika, jsonschema, yaml' 2> /dev/null; then
+  if ! "$VENV/bin/python" -c 'import aiosmtpd, firebase_admin, pika, jsonschema, yaml, selenium' 2> /dev/null; then
     if ! python3 -m venv --help > /dev/null 2>&1; then
       SUDO=""
       if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
       $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv > /dev/null
     fi
-    echo "setup: installing aiosmtpd, firebase-admin, pika, jsonschema and PyYAML into $VENV"
+    echo "setup: installing aiosmtpd, firebase-admin, pika, jsonschema, PyYAML and selenium into $VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check aiosmtpd firebase-admin pika jsonschema pyyaml
+    "$VENV/bin/pip" install -q --disable-pip-version-check aiosmtpd firebase-admin pika jsonschema pyyaml selenium
   fi
 fi

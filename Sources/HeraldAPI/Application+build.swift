@@ -22,12 +22,15 @@ public struct APIDependencies: Sendable {
     public var isReady: @Sendable () -> Bool
     /// Long-running parts the application runs and stops with it (the broker connection).
     public var services: [any Service]
+    /// Queue figures, dead letters and replays for the status page (nil: it says the broker is not connected).
+    public var broker: (any BrokerConsole)?
 
     public init(
         configuration: HeraldConfiguration, store: any HeraldStoreProtocol, publisher: any JobPublisher, keys: HeraldKeys,
         tokens: TokenIssuer, clock: any WallClock = SystemClock(), isReady: @escaping @Sendable () -> Bool,
-        services: [any Service] = []
+        services: [any Service] = [], broker: (any BrokerConsole)? = nil
     ) {
+        self.broker = broker
         self.configuration = configuration
         self.store = store
         self.publisher = publisher
@@ -61,7 +64,8 @@ public struct APIDependencies: Sendable {
             configuration: configuration, store: store,
             publisher: AMQPJobPublisher(connection: connection, topology: topology, keys: HeraldKeys(master: sealingKey)),
             keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected },
-            services: [connection, StoreMaintenance(store: store, retention: configuration.ledger.retention, logger: logger)])
+            services: [connection, StoreMaintenance(store: store, retention: configuration.ledger.retention, logger: logger)],
+            broker: AMQPBrokerConsole(connection: connection, topology: topology))
     }
 }
 
@@ -104,6 +108,11 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     MessageRoutes(ledger: dependencies.store, admin: AdminAuthorization(tokens: configuration.admin.tokens), clock: dependencies.clock)
         .register(on: router)
     ReceiptRoutes(ledger: dependencies.store, secret: configuration.sms.http.callbackSecret, clock: dependencies.clock).register(on: router)
+    StatusPage(
+        store: dependencies.store, broker: dependencies.broker,
+        session: AdminSession(key: dependencies.keys.adminSessions, tokens: configuration.admin.tokens), configuration: configuration,
+        probe: CurlClient(logger: logger), clock: dependencies.clock
+    ).register(on: router)
     EmulatorRoutes(store: dependencies.store, keys: dependencies.keys, configuration: configuration, clock: dependencies.clock).register(on: router)
 
     let jwks = dependencies.tokens.jwksDocument

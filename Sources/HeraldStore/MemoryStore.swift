@@ -420,6 +420,13 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
+    public func oldestWaiting(type: JobType) async throws -> Date? {
+        state.withLock { state in
+            state.deliveries.values.map(\.record).filter { $0.type == type && [.pending, .retrying, .throttled].contains($0.status) }.map(\.createdAt)
+                .min()
+        }
+    }
+
     public func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
             let old = state.deliveries.values.map(\.record).filter { $0.updatedAt < date.keptToMilliseconds }.sorted { $0.updatedAt < $1.updatedAt }

@@ -58,6 +58,14 @@ extension SQLStore {
         return MessagePage(messages: messages, next: next)
     }
 
+    public func oldestWaiting(type: JobType) async throws -> Date? {
+        try await run { db in
+            try db.query(
+                "SELECT MIN(created_at_ms) FROM deliveries WHERE status IN ('pending', 'retrying', 'throttled') AND type = ?", [.text(type.rawValue)]
+            ).first?.first?.int.map { Date(milliseconds: $0) }
+        }
+    }
+
     public func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int {
         try await run { db in
             try db.query(

@@ -206,32 +206,13 @@ extension HeraldAdminCommand.DeadLetters {
             let jobType = try JobType.named(type)
             let store = try await SQLStore.open(configuration.store, logger: Logger(label: "herald-admin"))
             let deadQueue = topology.deadQueue(jobType)
-            let total = id == nil ? min(limit, try await connection.perform { try $0.inspectQueue(deadQueue) }.messages) : 1
-            var replayed = 0
-            var skipped = 0
-            while replayed < total {
-                guard let message = try await connection.perform({ try $0.get(deadQueue, acknowledge: false) }) else { break }
-                if let id, message.messageID?.lowercased() != id.lowercased() {
-                    // Not the one asked for: it goes back when the channel closes, after the search.
-                    skipped += 1
-                    guard skipped < 100_000 else { break }
-                    continue
-                }
-                var headers = message.headers.filter { Job.carriedHeaders.contains($0.key) }
-                headers["x-herald-attempt"] = .int(0)
-                // The ledger says "failed"; mark the job pending again so a worker sends it.
-                if let jobID = message.messageID.flatMap(UUID.init(uuidString:)) {
+            // The ledger says "failed"; each job is marked pending again so a worker sends it.
+            let replayed = try await DeadLetters.replay(
+                connection: connection, topology: topology, type: jobType, id: id, limit: limit,
+                resetLedger: { jobID in
                     try await store.recordDelivery(jobID: jobID, status: .pending, reason: "replayed by herald-admin", now: Date())
-                }
-                try await connection.publish(
-                    AMQPOutgoingMessage(
-                        exchange: topology.exchange, routingKey: jobType.rawValue, body: message.body, messageID: message.messageID,
-                        type: message.type, contentType: message.contentType, headers: headers))
-                try await connection.perform { try $0.ack(message) }
-                replayed += 1
-                if replayed % 100 == 0, replayed < total { print("replayed \(replayed) of \(total)…") }
-            }
-            if skipped > 0 { try await connection.perform { try $0.closeAndReopen() } }
+                },
+                progress: { done, total in print("replayed \(done) of \(total)…") })
             await connection.shutdown()
             await store.close()
             if let id, replayed == 0 {
@@ -267,29 +248,6 @@ extension HeraldAdminCommand.DeadLetters {
             try await connection.perform { try $0.closeAndReopen() }
             await connection.shutdown()
             print("purged \(purged) \(type) job(s) that failed before \(Timestamp.format(cutoff))")
-        }
-    }
-}
-
-extension AMQPConnection {
-    /// Up to `limit` messages of `queue`, left in place: unacknowledged gets return to the queue when
-    /// the channel closes.
-    func peek(_ queue: String, limit: Int = 10_000) async throws -> [AMQPDelivery] {
-        try await perform { channel -> [AMQPDelivery] in
-            var seen: [AMQPDelivery] = []
-            while seen.count < limit, let message = try channel.get(queue, acknowledge: false) { seen.append(message) }
-            try channel.closeAndReopen()
-            return seen
-        }
-    }
-}
-
-extension AMQPDelivery {
-    func headerText(_ name: String) -> String? {
-        switch headers[name] {
-        case .string(let text): text
-        case .int(let number): String(number)
-        default: nil
         }
     }
 }

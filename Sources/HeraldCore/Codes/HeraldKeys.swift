@@ -11,6 +11,8 @@ public struct HeraldKeys: Sendable {
     public let codeHashing: SymmetricKey
     /// Signs job bodies (`JobSignature`), so workers send only what herald-api published.
     public let jobSigning: SymmetricKey
+    /// Signs the status page's session cookies and CSRF tokens.
+    public let adminSessions: SymmetricKey
 
     /// Derives both keys from 32 bytes of key material.
     public init(master: Data) {
@@ -22,5 +24,7 @@ public struct HeraldKeys: Sendable {
             inputKeyMaterial: material, salt: salt, info: Data("herald/code-hash/v1".utf8), outputByteCount: 32)
         self.jobSigning = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: material, salt: salt, info: Data("herald/job-signature/v1".utf8), outputByteCount: 32)
+        self.adminSessions = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: material, salt: salt, info: Data("herald/admin-session/v1".utf8), outputByteCount: 32)
     }
 }

@@ -275,6 +275,8 @@ public protocol MessageLedger: Sendable {
     /// Deletes up to `limit` rows last changed before `date`; returns how many (call again while it
     /// returns `limit`: short transactions, never one that holds the table).
     func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int
+    /// When the oldest job of `type` still waiting to be sent (queued or throttled) was created.
+    func oldestWaiting(type: JobType) async throws -> Date?
     /// A provider's delivery receipt for an SMS that went out (sending, sent, uncertain, or an earlier
     /// receipt: the latest receipt wins): `delivered` or `undelivered` with the provider's error code,
     /// and the provider's message id when the row has none yet.

@@ -1,0 +1,56 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+
+/// What the status page asks of the broker: queue figures, dead letters, replays. A port, so the page
+/// renders (with "broker not connected") in tests without one.
+public protocol BrokerConsole: Sendable {
+    /// Every queue of `type` (work, retry, throttle, dead) with ready messages and consumers.
+    func queues(_ type: JobType) async throws -> [(name: String, ready: Int, consumers: Int)]
+    /// Up to `limit` dead-lettered jobs of `type`, left in place.
+    func deadLetters(_ type: JobType, limit: Int) async throws -> [DeadLetterSummary]
+    /// Replays all (up to `limit`) or one dead-lettered job; returns how many.
+    func replay(_ type: JobType, id: String?, limit: Int, resetLedger: @escaping @Sendable (UUID) async throws -> Void) async throws -> Int
+}
+
+/// One dead-lettered job as the status page lists it (destination masked).
+public struct DeadLetterSummary: Sendable {
+    public var id: String
+    public var failedAt: String
+    public var reason: String
+    public var to: String
+}
+
+/// The console over herald-api's own broker connection.
+struct AMQPBrokerConsole: BrokerConsole {
+    let connection: AMQPConnection
+    let topology: Topology
+
+    func queues(_ type: JobType) async throws -> [(name: String, ready: Int, consumers: Int)] {
+        var figures: [(name: String, ready: Int, consumers: Int)] = []
+        for queue in topology.queues(type) {
+            let (ready, consumers) = try await connection.perform { try $0.inspectQueue(queue) }
+            figures.append((queue, ready, consumers))
+        }
+        return figures
+    }
+
+    func deadLetters(_ type: JobType, limit: Int) async throws -> [DeadLetterSummary] {
+        try await connection.peek(topology.deadQueue(type), limit: limit).map { message in
+            let to = (try? JobCodec.decode(message.body)).map { job -> String in
+                switch job.payload {
+                case .sms(let sms): MaskedDestination.mask(sms.to, type: .sms)
+                case .email(let email): MaskedDestination.mask(email.to, type: .email)
+                case .push(let push): MaskedDestination.mask(push.deviceToken, type: .push)
+                }
+            }
+            return DeadLetterSummary(
+                id: message.messageID ?? "-", failedAt: message.headerText("x-herald-failed-at") ?? "-",
+                reason: message.headerText("x-herald-reason") ?? "-", to: to ?? "-")
+        }
+    }
+
+    func replay(_ type: JobType, id: String?, limit: Int, resetLedger: @escaping @Sendable (UUID) async throws -> Void) async throws -> Int {
+        try await DeadLetters.replay(connection: connection, topology: topology, type: type, id: id, limit: limit, resetLedger: resetLedger)
+    }
+}

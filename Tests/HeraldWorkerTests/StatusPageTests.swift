@@ -1,0 +1,88 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+/// The status page on a real stack: over HTTP (login, escaping, CSRF) and in headless Chromium (log in,
+/// search a message and open it, replay a dead letter). Screenshots stay in .herald/status-page/.
+@Suite("Status page")
+struct StatusPageTests {
+    @Test(
+        "Chromium logs in, finds a message by number and shows its transitions, and replays a dead letter; the page escapes what it prints and checks CSRF"
+    )
+    func statusPage() async throws {
+        try await StackHarness.run { stack in
+            try await stack.startAPI()
+            try await stack.startWorker()
+            _ = try await stack.sendCode(to: "+15555550601")
+            try await stack.waitForGateway(1)
+            // The second is refused for good, with an answer that tries to inject markup.
+            stack.gateway.script([FakeSMSGateway.Reply(status: 422, body: #"<script>alert("x")</script>"#)])
+            _ = try await stack.sendCode(to: "+15555550602")
+            let deadQueue = stack.topology.deadQueue(.sms)
+            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
+            let deadID = try #require(stack.gateway.received.first { $0.to == "+15555550602" }?.reference)
+            let store = try await stack.store
+            #expect(await eventually { (try? await store.deliveryStatus(jobID: UUID(uuidString: deadID)!))?.status == .failed })
+
+            // Over plain HTTP first.
+            let login = try await stack.client.get("/admin/")
+            #expect(login.status == 200)
+            #expect(String(decoding: login.body, as: UTF8.self).contains("name=\"token\""), "a login form, nothing else")
+            #expect(String(decoding: login.body, as: UTF8.self).contains("Queues") == false)
+            let page = try await stack.client.get("/admin/?to=%2B15555550602", headers: TestConfiguration.adminHeader)
+            let html = String(decoding: page.body, as: UTF8.self)
+            #expect(page.status == 200)
+            #expect(page.header("content-security-policy")?.contains("default-src 'none'") == true)
+            #expect(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"), "the gateway's answer is shown escaped")
+            #expect(html.contains("<script>") == false)
+            #expect(
+                html.components(separatedBy: "+15555550602").count == 2, "the number only in the search field it was typed into; listings mask it")
+            #expect(html.contains("+15*****0602"))
+            let wrongToken = try await stack.client.postForm("/admin/login", form: "token=nope")
+            #expect(wrongToken.status == 401)
+            let session = try await stack.client.postForm("/admin/login", form: "token=\(TestConfiguration.adminToken)")
+            #expect(session.status == 303)
+            let setCookie = try #require(session.header("set-cookie"))
+            #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict"))
+            let cookie = String(setCookie.split(separator: ";")[0])
+            let forged = try await stack.client.send(
+                "POST", "/admin/blocks/lift", apiKey: nil, body: Data("project=p&prefix=%2B1555".utf8),
+                contentType: "application/x-www-form-urlencoded", headers: [("Cookie", cookie)])
+            #expect(forged.status == 403, "a session's form without its CSRF token is refused")
+            #expect(try await stack.client.postForm("/admin/blocks/lift", form: "project=p&prefix=%2B1555").status == 401)
+
+            // Then as a person would, in Chromium.
+            let shots = TestConfiguration.repositoryRoot.appendingPathComponent(".herald/status-page").path
+            let script = TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/status_page.py").path
+            let output = try await shell(
+                "\(shellQuoted(SMTPSink.python)) \(shellQuoted(script)) http://127.0.0.1:\(stack.settings.apiPort) "
+                    + "\(shellQuoted(TestConfiguration.adminToken)) +15555550601 \(deadID) \(shellQuoted(shots))")
+            let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("{") })
+            let seen = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(seen["loginForm"] as? Bool == true)
+            #expect((seen["dashboard"] as? String)?.contains(stack.topology.workQueue(.sms)) == true, "\(seen["dashboard"] ?? "")")
+            let cookies = seen["cookie"] as? [[String: Any]] ?? []
+            #expect(
+                cookies.contains {
+                    $0["name"] as? String == "herald_admin" && $0["httpOnly"] as? Bool == true && $0["sameSite"] as? String == "Strict"
+                })
+            let found = seen["found"] as? [String] ?? []
+            #expect(found.count == 1 && found[0].contains("+15*****0601") && found[0].contains("sent"), "\(found)")
+            let events = seen["events"] as? [String] ?? []
+            #expect(events.count == 3 && events[0].contains("queued") && events[2].contains("sent"), "\(events)")
+            #expect((seen["deadLetters"] as? String)?.contains(deadID) == true)
+            #expect(seen["replayed"] as? String == "Replayed \(deadID).")
+            for shot in ["dashboard", "search", "message", "replay"] {
+                #expect(FileManager.default.fileExists(atPath: "\(shots)/\(shot).png"), "screenshot \(shot)")
+            }
+            // The replayed job went back to the work queue and out to the gateway.
+            try await stack.waitForGateway(3)
+            #expect(stack.gateway.received[2].reference == deadID)
+            #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 0)
+            #expect(await eventually { (try? await store.deliveryStatus(jobID: UUID(uuidString: deadID)!))?.status == .sent })
+        }
+    }
+}
