@@ -35,7 +35,7 @@ struct AdminSession: Sendable {
         guard parts.count == 3, let expiry = Int64(parts[0]), Double(expiry) > now.timeIntervalSince1970,
             tokens.contains(where: { Self.fingerprint($0) == parts[1] })
         else { return false }
-        return Self.equal(mac("session|\(parts[0])|\(parts[1])"), parts[2])
+        return constantTimeEquals(Array(mac("session|\(parts[0])|\(parts[1])").utf8), Array(parts[2].utf8))
     }
 
     /// The CSRF token forms of this session carry.
@@ -43,21 +43,12 @@ struct AdminSession: Sendable {
 
     func isValidCSRF(_ presented: String?, cookie: String) -> Bool {
         guard let presented else { return false }
-        return Self.equal(csrf(for: cookie), presented)
+        return constantTimeEquals(Array(csrf(for: cookie).utf8), Array(presented.utf8))
     }
 
     private func mac(_ text: String) -> String { SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)) }
 
     static func fingerprint(_ token: String) -> String { String(SHA256Hex.digest(token).prefix(16)) }
-
-    /// Constant-time comparison of two ASCII strings.
-    static func equal(_ expected: String, _ presented: String) -> Bool {
-        let a = Array(expected.utf8)
-        let b = Array(presented.utf8)
-        var difference = UInt8(a.count == b.count ? 0 : 1)
-        for index in 0..<a.count { difference |= a[index] ^ (index < b.count ? b[index] : 0) }
-        return difference == 0
-    }
 
     /// The session cookie among a request's `Cookie` headers.
     static func cookie(in header: String?) -> String? {

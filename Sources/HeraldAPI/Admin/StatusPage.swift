@@ -277,21 +277,7 @@ struct StatusPage: Sendable {
     // MARK: HTML
 
     /// Escapes text for HTML content and attribute values.
-    static func h(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    static func h(_ text: String) -> String { Template.escape(text, .html) }
 
     static func age(_ seconds: TimeInterval) -> String {
         let value = max(0, Int(seconds.rounded()))

@@ -67,7 +67,7 @@ public struct Template: Sendable, Equatable {
         return out
     }
 
-    static func escape(_ value: String, _ escaping: Escaping) -> String {
+    public static func escape(_ value: String, _ escaping: Escaping) -> String {
         switch escaping {
         case .none:
             return value
