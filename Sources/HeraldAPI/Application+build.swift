@@ -80,9 +80,11 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     // Outermost, so error answers carry the CORS grant too (web SDKs read the error codes).
     router.add(middleware: CrossOriginPolicy(configuration: configuration))
     router.add(middleware: IdentityToolkitErrorMiddleware())
+    // One transfer thread for the process's outbound calls (siteverify, worker probes of the status page).
+    let curl = CurlClient(logger: logger)
     let verifier = AppVerifier(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
-        captcha: CaptchaVerifier(client: CurlClient(logger: logger), logger: logger), clock: dependencies.clock, logger: logger)
+        captcha: CaptchaVerifier(client: curl, logger: logger), clock: dependencies.clock, logger: logger)
     let completion = SignInCompletion(store: dependencies.store, tokens: dependencies.tokens, keys: dependencies.keys, clock: dependencies.clock)
     let signedIn = SignedInUser(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
     let phone = PhoneSignIn(
@@ -111,7 +113,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     StatusPage(
         store: dependencies.store, broker: dependencies.broker,
         session: AdminSession(key: dependencies.keys.adminSessions, tokens: configuration.admin.tokens), configuration: configuration,
-        probe: CurlClient(logger: logger), clock: dependencies.clock
+        probe: curl, clock: dependencies.clock
     ).register(on: router)
     EmulatorRoutes(store: dependencies.store, keys: dependencies.keys, configuration: configuration, clock: dependencies.clock).register(on: router)
 
