@@ -92,6 +92,7 @@ let package = Package(
 
         // Writes the git revision into HeraldRuntime at build time (`--version`, `herald_build_info`).
         .plugin(name: "BuildInfoPlugin", capability: .buildTool(), path: "Sources/BuildInfoPlugin"),
+        .plugin(name: "OpenAPIPlugin", capability: .buildTool(), path: "Sources/OpenAPIPlugin"),
 
         // Boot shared by every executable: configuration, logging, metrics, health endpoints.
         .target(
@@ -125,7 +126,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["OpenAPIPlugin"]
         ),
         .target(
             name: "HeraldWorker",

@@ -124,11 +124,18 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         headers[.cacheControl] = "public, max-age=3600"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: jwks)))
     }
+    router.get("/openapi.yaml") { _, _ -> Response in
+        var headers = HTTPFields()
+        headers[.contentType] = "application/yaml"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+    }
     router.get("/healthz") { _, _ in "ok\n" }
     router.get("/readyz") { _, _ -> Response in
         let ready = dependencies.isReady()
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; charset=utf-8"
         return Response(
-            status: ready ? .ok : .serviceUnavailable,
+            status: ready ? .ok : .serviceUnavailable, headers: headers,
             body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
     }
     return Application(

@@ -126,6 +126,7 @@ struct EmailLinkTests {
                 try await send(["requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": url, "returnOobLink": true])
                     == "INSUFFICIENT_PERMISSION")
             #expect(try await send(["requestType": "PASSWORD_RESET", "email": "a@example.com"])?.hasPrefix("NOT_IMPLEMENTED") == true)
+            #expect(try await send(["requestType": "BOGUS", "email": "a@example.com"]) == "INVALID_REQ_TYPE", "not a request type at all: 400")
             #expect(try await harness.publishedEmailJobs(admin).isEmpty)
 
             // A subdomain continue URL and an authorized linkDomain work.

@@ -184,9 +184,7 @@ struct RateLimitStoreTests {
             let narrow = (key: "number:p:+15555550100|3/10m", parameters: GCRA.Parameters(RatePolicy.parse("3/10m")!))
             let now = Date().microsecondsSince1970
             let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
-                // 48 at once: more than each process's 16 pooled connections, yet few enough that under a
-                // loaded full suite the last of them (all waiting on the same two rows) is not refused for
-                // waiting longer than the pool's 10 s lease timeout, which is another behaviour.
+                // 48 at once, far more than each process's pooled connections.
                 for index in 0..<48 {
                     let store = index.isMultiple(of: 2) ? first : second
                     // Half the requests check the keys in the other order: no deadlock may lose one.

@@ -71,7 +71,8 @@ struct EndToEndTests {
             let port = freePort()
             try await stack.startWorker(metricsPort: port, environment: ["HERALD_WORKERS_SMS_QUEUE_POLL_INTERVAL": "200ms"])
             let probe = HeraldClient(port: port)
-            #expect(try await probe.get("/healthz").status == 200)
+            // The worker opens its health port while it starts; under a loaded suite that takes a moment.
+            #expect(await eventually { (try? await probe.get("/healthz"))?.status == 200 })
             #expect(await eventually { (try? await probe.get("/readyz"))?.status == 200 })
             try await stack.startAPI()
             _ = try await stack.sendCode()

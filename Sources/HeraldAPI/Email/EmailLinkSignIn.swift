@@ -36,12 +36,19 @@ struct EmailLinkSignIn: Sendable {
         var oobLink: String?
     }
 
+    /// Identity Toolkit's other `requestType`s, which later releases implement.
+    static let laterRequestTypes: Set<String> = [
+        "PASSWORD_RESET", "VERIFY_EMAIL", "VERIFY_AND_CHANGE_EMAIL", "RECOVER_EMAIL", "REVERT_SECOND_FACTOR_ADDITION",
+    ]
+
     func sendOobCode(project: HeraldConfiguration.Project, body: WireBody, origin: Origin) async throws -> Sent {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard let requestType = body.string("requestType") else { throw HeraldError(.missingRequestType) }
         let returnLink = body.bool("returnOobLink") == true
         if returnLink, origin.isAdmin == false { throw HeraldError(.insufficientPermission) }
         guard requestType == "EMAIL_SIGNIN" else {
+            // Firebase's other action types are later releases (501); anything else is not a request type.
+            guard Self.laterRequestTypes.contains(requestType) else { throw HeraldError(.invalidRequestType) }
             throw HeraldError(.notImplemented, "requestType \(WireBody.echoable(requestType)) is not supported by Herald (only EMAIL_SIGNIN).")
         }
         guard project.emailLink.enabled else { throw HeraldError(.operationNotAllowed) }
