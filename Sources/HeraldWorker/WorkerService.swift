@@ -185,14 +185,10 @@ public final class WorkerService: Service {
             // count, not what is in flight (finished jobs count here until the next delivery).
             var running = 0
             for await delivery in consumer.deliveries {
-                if stopping.withLock({ $0 }) {
-                    // Shutting down: hand back what has not started.
-                    consumer.nack(delivery, requeue: true)
-                    continue
-                }
                 if running >= settings.concurrency, await group.next() != nil { running -= 1 }
                 if stopping.withLock({ $0 }) {
-                    // The stop came while this delivery waited for a free slot: it has not started either.
+                    // Shutting down (perhaps while this delivery waited for a free slot): hand back what
+                    // has not started.
                     consumer.nack(delivery, requeue: true)
                     continue
                 }

@@ -204,13 +204,13 @@ struct StatusPage: Sendable {
             let rows = dead.map { letter in
                 """
                 <tr><td>\(Self.h(letter.id))</td><td>\(Self.h(letter.to))</td><td>\(Self.h(letter.failedAt))</td><td>\(Self.h(letter.reason))</td>\
-                <td>\(Self.form("/admin/dead-letters/replay", ["type": type.rawValue, "id": letter.id], button: "Replay", caller: caller, session: session))</td></tr>
+                <td>\(Self.postForm("/admin/dead-letters/replay", ["type": type.rawValue, "id": letter.id], button: "Replay", caller: caller, session: session))</td></tr>
                 """
             }
             parts.append(
                 """
                 <h3>\(type.rawValue) (\(dead.count)\(dead.count == 50 ? "+" : ""))</h3>
-                \(Self.form("/admin/dead-letters/replay", ["type": type.rawValue], button: "Replay all \(type.rawValue)", caller: caller, session: session))
+                \(Self.postForm("/admin/dead-letters/replay", ["type": type.rawValue], button: "Replay all \(type.rawValue)", caller: caller, session: session))
                 <table><tr><th>Job</th><th>To</th><th>Failed at</th><th>Reason</th><th></th></tr>\(rows.joined())</table>
                 """)
         }
@@ -222,7 +222,7 @@ struct StatusPage: Sendable {
         let rows = blocks.map { block in
             """
             <tr><td>\(Self.h(block.projectID))</td><td>\(Self.h(block.prefix))</td><td>\(Self.h(Timestamp.format(block.until)))</td><td>\(Self.h(block.reason))</td>\
-            <td>\(Self.form("/admin/blocks/lift", ["project": block.projectID, "prefix": block.prefix], button: "Lift", caller: caller, session: session))</td></tr>
+            <td>\(Self.postForm("/admin/blocks/lift", ["project": block.projectID, "prefix": block.prefix], button: "Lift", caller: caller, session: session))</td></tr>
             """
         }
         return """
@@ -287,14 +287,14 @@ struct StatusPage: Sendable {
     }
 
     /// A POST form with hidden fields and, in a session, the CSRF token.
-    static func form(_ action: String, _ fields: [String: String], button: String, caller: Caller, session: AdminSession) -> String {
+    static func postForm(_ action: String, _ fields: [String: String], button: String, caller: Caller, session: AdminSession) -> String {
         var hidden = fields.sorted { $0.key < $1.key }.map { "<input type=hidden name=\"\(h($0.key))\" value=\"\(h($0.value))\">" }
         if let cookie = caller.cookie { hidden.append("<input type=hidden name=\"csrf\" value=\"\(session.csrf(for: cookie))\">") }
         return "<form method=\"post\" action=\"\(h(action))\">\(hidden.joined())<button>\(h(button))</button></form>"
     }
 
     static func page(_ title: String, _ body: String, caller: Caller?, session: AdminSession) -> String {
-        let logout = caller.map { form("/admin/logout", [:], button: "Log out", caller: $0, session: session) } ?? ""
+        let logout = caller.map { postForm("/admin/logout", [:], button: "Log out", caller: $0, session: session) } ?? ""
         return """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(h(title))</title><style>
             body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0}
