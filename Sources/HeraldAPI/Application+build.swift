@@ -149,7 +149,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
 /// passed, deletes ledger rows unchanged for `ledger.retention`, and publishes the last hour's
 /// verified÷sent ratio per country — a collapse of that ratio is the signature of SMS pumping.
 struct StoreMaintenance: Service {
-    let store: any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger
+    let store: any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
     let retention: Duration
     let logger: Logger
 
@@ -166,6 +166,7 @@ struct StoreMaintenance: Service {
                 _ = try await store.purgeRates(before: now.microsecondsSince1970)
                 _ = try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(-86_400))
                 _ = try await store.purgeOobCodes(expiredBefore: now.addingTimeInterval(-86_400))
+                _ = try await store.purgeCredentials(expiredBefore: now)
                 try await purgeLedger(now: now)
                 for entry in try await store.conversion(since: now.addingTimeInterval(-3600)) {
                     let dimensions = [("country", entry.region)]

@@ -35,6 +35,8 @@ public final class MemoryStore: HeraldStoreProtocol {
         var blocks: [String: PrefixBlock] = [:]
         var receipts: [String: AppReceipt] = [:]
         var invalidTokens: [String: String] = [:]
+        /// Spent identity-provider credentials: hash → expiry.
+        var credentials: [String: Date] = [:]
     }
 
     private let state = Mutex(State())
@@ -140,10 +142,22 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
+    public func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount? {
+        state.withLock { state in
+            state.users[projectID]?.values.first { user in
+                user.identities.contains { $0.providerID == providerID && $0.federatedID == federatedID }
+            }
+        }
+    }
+
     public func insertUser(_ user: UserAccount) async throws {
         try state.withLock { state in
             guard state.users[user.projectID]?[user.localID] == nil else { throw AccountConflict.localIDExists }
             try Self.checkUnique(user, in: state)
+            for identity in user.identities {
+                if Self.owner(of: identity, projectID: user.projectID, in: state) != nil { throw AccountConflict.federatedIDExists }
+            }
+            if Set(user.identities.map(\.providerID)).count < user.identities.count { throw AccountConflict.providerAlreadyLinked }
             var stored = user.keptToMilliseconds
             stored.mfaEnrollments = []
             state.users[user.projectID, default: [:]][user.localID] = stored
@@ -156,6 +170,7 @@ public final class MemoryStore: HeraldStoreProtocol {
             try Self.checkUnique(user, in: state)
             var stored = user.keptToMilliseconds
             stored.mfaEnrollments = current.mfaEnrollments
+            stored.identities = current.identities
             state.users[user.projectID]?[user.localID] = stored
         }
     }
@@ -165,6 +180,59 @@ public final class MemoryStore: HeraldStoreProtocol {
         for other in state.users[user.projectID]?.values ?? [:].values where other.localID != user.localID {
             if let email = user.email?.lowercased(), other.email == email { throw AccountConflict.emailExists }
             if let phone = user.phoneNumber, other.phoneNumber == phone { throw AccountConflict.phoneNumberExists }
+        }
+    }
+
+    public func linkIdentity(_ identity: FederatedIdentity, projectID: String, localID: String) async throws {
+        try state.withLock { state in
+            guard var user = state.users[projectID]?[localID] else { return }
+            if let owner = Self.owner(of: identity, projectID: projectID, in: state), owner != localID { throw AccountConflict.federatedIDExists }
+            if let index = user.identities.firstIndex(where: { $0.providerID == identity.providerID }) {
+                let current = user.identities[index]
+                guard current.federatedID == identity.federatedID else { throw AccountConflict.providerAlreadyLinked }
+                var refreshed = identity.keptToMilliseconds
+                refreshed.linkedAt = current.linkedAt
+                refreshed.displayName = identity.displayName ?? current.displayName
+                user.identities[index] = refreshed
+            } else {
+                user.identities.append(identity.keptToMilliseconds)
+                user.identities.sort { ($0.linkedAt, $0.providerID) < ($1.linkedAt, $1.providerID) }
+            }
+            state.users[projectID]?[localID] = user
+        }
+    }
+
+    public func unlinkIdentity(projectID: String, localID: String, providerID: String) async throws -> Bool {
+        state.withLock { state in
+            guard let index = state.users[projectID]?[localID]?.identities.firstIndex(where: { $0.providerID == providerID }) else {
+                return false
+            }
+            state.users[projectID]?[localID]?.identities.remove(at: index)
+            return true
+        }
+    }
+
+    private static func owner(of identity: FederatedIdentity, projectID: String, in state: State) -> String? {
+        state.users[projectID]?.values.first { user in
+            user.identities.contains { $0.providerID == identity.providerID && $0.federatedID == identity.federatedID }
+        }?.localID
+    }
+
+    // MARK: CredentialReplayStore
+
+    public func spendCredential(hash: String, projectID: String, expiresAt: Date) async throws -> Bool {
+        state.withLock { state in
+            guard state.credentials[hash] == nil else { return false }
+            state.credentials[hash] = expiresAt.keptToMilliseconds
+            return true
+        }
+    }
+
+    public func purgeCredentials(expiredBefore date: Date) async throws -> Int {
+        state.withLock { state in
+            let expired = state.credentials.filter { $0.value < date }.keys
+            for hash in expired { state.credentials.removeValue(forKey: hash) }
+            return expired.count
         }
     }
 
@@ -611,6 +679,15 @@ extension VerificationSession {
     }
 }
 
+extension FederatedIdentity {
+    fileprivate var keptToMilliseconds: FederatedIdentity {
+        var copy = self
+        copy.email = email?.lowercased()
+        copy.linkedAt = linkedAt.keptToMilliseconds
+        return copy
+    }
+}
+
 extension UserAccount {
     fileprivate var keptToMilliseconds: UserAccount {
         var copy = self
@@ -618,6 +695,7 @@ extension UserAccount {
         copy.createdAt = createdAt.keptToMilliseconds
         copy.lastLoginAt = lastLoginAt.keptToMilliseconds
         copy.validSince = validSince?.keptToMilliseconds
+        copy.identities = identities.map(\.keptToMilliseconds)
         return copy
     }
 }

@@ -168,6 +168,30 @@ public enum Migrations {
         """
         ALTER TABLE deliveries ADD COLUMN job_body BLOB;
         """,
+        // 8: Sign in with Apple. An identity-provider account belongs to one user of a project (primary
+        // key) and a user has at most one account per provider (`federated_identities_user`); identity
+        // tokens already used are kept by hash until they expire, so a replay is refused everywhere.
+        """
+        CREATE TABLE federated_identities (
+          project_id TEXT NOT NULL,
+          provider_id TEXT NOT NULL,
+          federated_id TEXT NOT NULL,
+          local_id TEXT NOT NULL,
+          email TEXT,
+          email_verified INTEGER NOT NULL DEFAULT 0,
+          private_email INTEGER NOT NULL DEFAULT 0,
+          display_name TEXT,
+          linked_at_ms INTEGER NOT NULL,
+          PRIMARY KEY (project_id, provider_id, federated_id)
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX federated_identities_user ON federated_identities (project_id, local_id, provider_id);
+        CREATE TABLE idp_credentials (
+          credential_hash TEXT PRIMARY KEY,
+          project_id TEXT NOT NULL,
+          expires_at_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX idp_credentials_expiry ON idp_credentials (expires_at_ms);
+        """,
     ]
 
     /// The same steps for PostgreSQL, derived so the two schemas cannot drift: SQLite's INTEGER, REAL
@@ -186,7 +210,7 @@ public enum Migrations {
     /// Tables a store holds, in the order `herald-admin store status` lists them.
     static let tables = [
         "users", "mfa_enrollments", "refresh_tokens", "verification_sessions", "oob_codes", "deliveries", "rate_limits",
-        "prefix_velocity", "prefix_blocks", "app_receipts", "invalid_device_tokens",
+        "prefix_velocity", "prefix_blocks", "app_receipts", "invalid_device_tokens", "federated_identities", "idp_credentials",
     ]
 
     /// The schema version the database holds (0: empty).

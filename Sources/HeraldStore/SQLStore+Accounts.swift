@@ -23,6 +23,7 @@ extension SQLStore {
             guard let row = rows.first else { throw StoreError(.failed, "user upsert returned nothing") }
             var user = try Self.user(row)
             user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
+            user.identities = try Self.identities(db, projectID: projectID, localID: user.localID)
             return (user, user.localID == candidate)
         }
     }
@@ -39,15 +40,20 @@ extension SQLStore {
         try await oneUser(projectID: projectID, where: "phone_number = ?", .text(phoneNumber))
     }
 
-    private func oneUser(projectID: String, where condition: String, _ value: SQLValue) async throws -> UserAccount? {
+    private func oneUser(projectID: String, where condition: String, _ values: SQLValue...) async throws -> UserAccount? {
+        try await oneUser(projectID: projectID, where: condition, values)
+    }
+
+    private func oneUser(projectID: String, where condition: String, _ values: [SQLValue]) async throws -> UserAccount? {
         try await run { db in
             guard
                 let row = try db.query(
-                    "SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND \(condition)", [.text(projectID), value]
+                    "SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND \(condition)", [.text(projectID)] + values
                 ).first
             else { return nil }
             var user = try Self.user(row)
             user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
+            user.identities = try Self.identities(db, projectID: projectID, localID: user.localID)
             return user
         }
     }
@@ -60,21 +66,112 @@ extension SQLStore {
             ).map { row in
                 var user = try Self.user(row)
                 user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
+                user.identities = try Self.identities(db, projectID: projectID, localID: user.localID)
                 return user
             }
         }
     }
 
+    public func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount? {
+        try await oneUser(
+            projectID: projectID,
+            where: "local_id = (SELECT local_id FROM federated_identities WHERE project_id = ? AND provider_id = ? AND federated_id = ?)",
+            [.text(projectID), .text(providerID), .text(federatedID)])
+    }
+
     public func insertUser(_ user: UserAccount) async throws {
         try await run { db in
             do {
-                try db.query(
-                    """
-                    INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, Self.bindings(user))
+                try db.transaction {
+                    try db.query(
+                        """
+                        INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, Self.bindings(user))
+                    for identity in user.identities {
+                        guard try Self.insertIdentity(db, identity, projectID: user.projectID, localID: user.localID) else {
+                            throw AccountConflict.federatedIDExists
+                        }
+                    }
+                }
             } catch let error as StoreError {
                 throw Self.conflict(error) ?? error
             }
+        }
+    }
+
+    public func linkIdentity(_ identity: FederatedIdentity, projectID: String, localID: String) async throws {
+        try await run { db in
+            do {
+                guard try Self.insertIdentity(db, identity, projectID: projectID, localID: localID) else {
+                    throw AccountConflict.federatedIDExists
+                }
+            } catch let error as StoreError {
+                throw Self.conflict(error) ?? error
+            }
+        }
+    }
+
+    /// Inserts the identity, or refreshes it when the same user has it; false when another user has it.
+    @discardableResult
+    static func insertIdentity(_ db: any SQLConnection, _ identity: FederatedIdentity, projectID: String, localID: String) throws -> Bool {
+        try db.query(
+            """
+            INSERT INTO federated_identities
+              (project_id, provider_id, federated_id, local_id, email, email_verified, private_email, display_name, linked_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (project_id, provider_id, federated_id) DO UPDATE SET
+              email = excluded.email, email_verified = excluded.email_verified, private_email = excluded.private_email,
+              display_name = COALESCE(excluded.display_name, federated_identities.display_name)
+            WHERE federated_identities.local_id = excluded.local_id
+            RETURNING local_id
+            """,
+            [
+                .text(projectID), .text(identity.providerID), .text(identity.federatedID), .text(localID),
+                identity.email.map { .text($0.lowercased()) } ?? .null, .integer(identity.emailVerified ? 1 : 0),
+                .integer(identity.isPrivateEmail ? 1 : 0), identity.displayName.map(SQLValue.text) ?? .null,
+                .integer(identity.linkedAt.millisecondsSince1970),
+            ]
+        ).isEmpty == false
+    }
+
+    public func unlinkIdentity(projectID: String, localID: String, providerID: String) async throws -> Bool {
+        try await run { db in
+            try db.query(
+                "DELETE FROM federated_identities WHERE project_id = ? AND local_id = ? AND provider_id = ?",
+                [.text(projectID), .text(localID), .text(providerID)])
+            return db.changes > 0
+        }
+    }
+
+    static func identities(_ db: any SQLConnection, projectID: String, localID: String) throws -> [FederatedIdentity] {
+        try db.query(
+            """
+            SELECT provider_id, federated_id, email, email_verified, private_email, display_name, linked_at_ms FROM federated_identities
+            WHERE project_id = ? AND local_id = ? ORDER BY linked_at_ms, provider_id
+            """, [.text(projectID), .text(localID)]
+        ).map { row in
+            guard let provider = row[0].string, let id = row[1].string, let linked = row[6].int else {
+                throw StoreError(.failed, "malformed federated_identities row")
+            }
+            return FederatedIdentity(
+                providerID: provider, federatedID: id, email: row[2].string, emailVerified: (row[3].int ?? 0) != 0,
+                isPrivateEmail: (row[4].int ?? 0) != 0, displayName: row[5].string, linkedAt: Date(milliseconds: linked))
+        }
+    }
+
+    public func spendCredential(hash: String, projectID: String, expiresAt: Date) async throws -> Bool {
+        try await run { db in
+            try db.query(
+                "INSERT INTO idp_credentials (credential_hash, project_id, expires_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                [.text(hash), .text(projectID), .integer(expiresAt.millisecondsSince1970)])
+            return db.changes > 0
+        }
+    }
+
+    public func purgeCredentials(expiredBefore date: Date) async throws -> Int {
+        try await run { db in
+            try db.query("DELETE FROM idp_credentials WHERE expires_at_ms < ?", [.integer(date.millisecondsSince1970)])
+            return db.changes
         }
     }
 
@@ -101,6 +198,7 @@ extension SQLStore {
                 try db.query("DELETE FROM users WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
                 let deleted = db.changes > 0
                 try db.query("DELETE FROM mfa_enrollments WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
+                try db.query("DELETE FROM federated_identities WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
                 try db.query("DELETE FROM refresh_tokens WHERE project_id = ? AND local_id = ?", [.text(projectID), .text(localID)])
                 return deleted
             }
@@ -113,6 +211,7 @@ extension SQLStore {
                 try db.query("DELETE FROM users WHERE project_id = ?", [.text(projectID)])
                 let deleted = db.changes
                 try db.query("DELETE FROM mfa_enrollments WHERE project_id = ?", [.text(projectID)])
+                try db.query("DELETE FROM federated_identities WHERE project_id = ?", [.text(projectID)])
                 try db.query("DELETE FROM refresh_tokens WHERE project_id = ?", [.text(projectID)])
                 return deleted
             }
@@ -168,9 +267,14 @@ extension SQLStore {
     }
 
     /// Which uniqueness rule a failed write broke: SQLite names the columns
-    /// (`users.project_id, users.email`), PostgreSQL the index (`users_email`, `users_phone`, `users_pkey`).
+    /// (`users.project_id, users.email`), PostgreSQL the index (`users_email`, `users_phone`, `users_pkey`,
+    /// `federated_identities_pkey`, `federated_identities_user`).
     static func conflict(_ error: StoreError) -> AccountConflict? {
         guard case .unique(let what) = error.kind else { return nil }
+        // SQLite: `federated_identities.project_id, federated_identities.local_id, …`; PostgreSQL: the index name.
+        if what.contains("federated_identities") {
+            return what.contains("local_id") || what.contains("federated_identities_user") ? .providerAlreadyLinked : .federatedIDExists
+        }
         if what.contains("email") { return .emailExists }
         if what.contains("phone") { return .phoneNumberExists }
         if what.contains("local_id") || what.contains("users_pkey") { return .localIDExists }

@@ -28,6 +28,7 @@ extension SQLStore {
         "refresh_tokens": ["token_hash"], "verification_sessions": ["id"], "oob_codes": ["code_hash"], "deliveries": ["job_id"],
         "rate_limits": ["key"], "prefix_velocity": ["project_id", "prefix"], "prefix_blocks": ["project_id", "prefix"],
         "app_receipts": ["receipt_hash"], "invalid_device_tokens": ["token_hash"],
+        "federated_identities": ["project_id", "provider_id", "federated_id"], "idp_credentials": ["credential_hash"],
     ]
 
     /// Copies every table into `target` (both migrated to the same version), reporting progress after

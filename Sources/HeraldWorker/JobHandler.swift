@@ -30,13 +30,7 @@ extension JobHandler {
 
     /// What the ledger keeps about `job` when a worker claims it.
     func description(of job: Job, producer: String?) -> DeliveryDescription {
-        let template: String? =
-            switch job.payload {
-            case .sms(let message): message.template.rawValue
-            case .email(let message): message.template.rawValue
-            case .push: "silentPush"
-            }
-        return DeliveryDescription(template: template, locale: job.locale, provider: providerName, producer: producer)
+        DeliveryDescription(template: job.templateName, locale: job.locale, provider: providerName, producer: producer)
     }
 }
 

@@ -180,8 +180,8 @@ extension HeraldAdminCommand.DeadLetters {
             ]
             if let job = try? JobCodec.decode(message.body) {
                 lines += [
-                    ("type", job.type.rawValue), ("project", job.project), ("to", MaskedDestination.mask(job.listing.to, type: job.type)),
-                    ("template", job.listing.template), ("locale", job.locale ?? "-"), ("created at", Timestamp.format(job.createdAt)),
+                    ("type", job.type.rawValue), ("project", job.project), ("to", MaskedDestination.mask(job.recipient, type: job.type)),
+                    ("template", job.templateName), ("locale", job.locale ?? "-"), ("created at", Timestamp.format(job.createdAt)),
                     ("expires at", Timestamp.format(job.expiresAt) + (job.expiresAt < Date() ? " (expired: a replay would be dropped)" : "")),
                 ]
             } else {
@@ -252,20 +252,9 @@ extension HeraldAdminCommand.DeadLetters {
     }
 }
 
-extension Job {
-    /// Destination and template, whatever the type (for listings; the destination still to be masked).
-    var listing: (to: String, template: String) {
-        switch payload {
-        case .sms(let message): (message.to, message.template.rawValue)
-        case .email(let message): (message.to, message.template.rawValue)
-        case .push(let message): (message.deviceToken, "push")
-        }
-    }
-}
-
 extension JobType {
     static func named(_ name: String) throws -> JobType {
-        guard let type = JobType(rawValue: name) else { throw ValidationError("unknown job type \(name) (sms, email or push)") }
+        guard let type = JobType(rawValue: name) else { throw ValidationError("unknown job type \(name) (sms, email, push or apple)") }
         return type
     }
 }

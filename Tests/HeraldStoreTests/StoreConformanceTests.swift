@@ -210,6 +210,105 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test(
+        "an identity-provider account belongs to one user, a user has one per provider, and racing sign-ins create one user",
+        arguments: StoreKind.allCases)
+    func federatedIdentities(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, store in
+            let now = Date(timeIntervalSince1970: 1_800_000_000.456)
+            let apple = FederatedIdentity(
+                providerID: "apple.com", federatedID: "001234.abc", email: "x@privaterelay.appleid.com", emailVerified: true,
+                isPrivateEmail: true, displayName: "Ada", linkedAt: now)
+            let ada = UserAccount(
+                localID: "a".padding(toLength: 28, withPad: "1", startingAt: 0), projectID: "p", email: "x@privaterelay.appleid.com",
+                emailVerified: true, createdAt: now, lastLoginAt: now, identities: [apple])
+            try await store.insertUser(ada)
+            let found = try #require(try await store.user(projectID: "p", providerID: "apple.com", federatedID: "001234.abc"))
+            #expect(found == ada)
+            #expect(try await store.user(projectID: "q", providerID: "apple.com", federatedID: "001234.abc") == nil)
+            #expect(try await store.user(projectID: "p", providerID: "apple.com", federatedID: "other") == nil)
+
+            // Another user cannot take the same Apple account, by insert or by link.
+            var bob = UserAccount(localID: "b".padding(toLength: 28, withPad: "2", startingAt: 0), projectID: "p", createdAt: now, lastLoginAt: now)
+            bob.identities = [apple]
+            await #expect(throws: AccountConflict.federatedIDExists) { try await store.insertUser(bob) }
+            #expect(try await store.user(projectID: "p", localID: bob.localID) == nil, "the refused insert left no user behind")
+            bob.identities = []
+            try await store.insertUser(bob)
+            await #expect(throws: AccountConflict.federatedIDExists) { try await store.linkIdentity(apple, projectID: "p", localID: bob.localID) }
+            // Ada already has an Apple account: a second one is refused; the same one is refreshed.
+            var second = apple
+            second.federatedID = "009999.def"
+            await #expect(throws: AccountConflict.providerAlreadyLinked) {
+                try await store.linkIdentity(second, projectID: "p", localID: ada.localID)
+            }
+            var refreshed = apple
+            refreshed.email = "Ada@Example.com"
+            refreshed.isPrivateEmail = false
+            refreshed.displayName = nil
+            refreshed.linkedAt = now.addingTimeInterval(60)
+            try await store.linkIdentity(refreshed, projectID: "p", localID: ada.localID)
+            let identity = try #require(try await store.user(projectID: "p", localID: ada.localID)?.identities.first)
+            #expect(identity.email == "ada@example.com" && identity.isPrivateEmail == false)
+            #expect(identity.displayName == "Ada", "a sign-in without a name keeps the one Apple gave once")
+            #expect(identity.linkedAt == apple.linkedAt, "linking again keeps when it was first linked")
+            // updateUser leaves identities alone; unlinking removes them; deleting the user removes them.
+            var renamed = try #require(try await store.user(projectID: "p", localID: ada.localID))
+            renamed.identities = []
+            renamed.displayName = "Ada L."
+            try await store.updateUser(renamed)
+            #expect(try await store.user(projectID: "p", localID: ada.localID)?.identities.count == 1)
+            #expect(try await store.unlinkIdentity(projectID: "p", localID: ada.localID, providerID: "apple.com"))
+            #expect(try await store.unlinkIdentity(projectID: "p", localID: ada.localID, providerID: "apple.com") == false)
+            try await store.linkIdentity(apple, projectID: "p", localID: bob.localID)
+            #expect(try await store.user(projectID: "p", providerID: "apple.com", federatedID: "001234.abc")?.localID == bob.localID)
+            #expect(try await store.deleteUser(projectID: "p", localID: bob.localID))
+            #expect(try await store.user(projectID: "p", providerID: "apple.com", federatedID: "001234.abc") == nil)
+
+            // Two processes creating the user of one new Apple account: exactly one insert wins.
+            let other = try await fixture.open()
+            let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<8 {
+                    let handle = index.isMultiple(of: 2) ? store : other
+                    group.addTask {
+                        let user = UserAccount(
+                            localID: "r\(index)".padding(toLength: 28, withPad: "0", startingAt: 0), projectID: "p", createdAt: now,
+                            lastLoginAt: now,
+                            identities: [FederatedIdentity(providerID: "apple.com", federatedID: "race", linkedAt: now)])
+                        do {
+                            try await handle.insertUser(user)
+                            return true
+                        } catch AccountConflict.federatedIDExists {
+                            return false
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(results.filter { $0 }.count == 1)
+        }
+    }
+
+    @Test("an identity-provider credential is spent once, also when two processes race, and expired ones are purged", arguments: StoreKind.allCases)
+    func credentialReplay(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, store in
+            let other = try await fixture.open()
+            let expiry = Date(timeIntervalSince1970: 1_800_000_600)
+            let spent = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<10 {
+                    let handle = index.isMultiple(of: 2) ? store : other
+                    group.addTask { try await handle.spendCredential(hash: "h1", projectID: "p", expiresAt: expiry) }
+                }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(spent.filter { $0 }.count == 1)
+            #expect(try await store.spendCredential(hash: "h2", projectID: "p", expiresAt: expiry.addingTimeInterval(600)))
+            #expect(try await store.purgeCredentials(expiredBefore: expiry.addingTimeInterval(1)) == 1)
+            #expect(try await store.spendCredential(hash: "h1", projectID: "p", expiresAt: expiry), "purged: the expiry check refuses it now")
+            #expect(try await store.spendCredential(hash: "h2", projectID: "p", expiresAt: expiry) == false)
+        }
+    }
+
     @Test("refresh tokens are found by hash", arguments: StoreKind.allCases)
     func refreshTokens(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

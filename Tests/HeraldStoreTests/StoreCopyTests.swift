@@ -32,8 +32,10 @@ struct StoreCopyTests {
         }
         let alice = UserAccount(
             localID: "alice".padding(toLength: 28, withPad: "0", startingAt: 0), projectID: "p", email: "alice@example.com", emailVerified: true,
-            passwordHash: "hash", displayName: "Alice", emailLinkSignin: true, createdAt: now, lastLoginAt: now, validSince: now)
+            passwordHash: "hash", displayName: "Alice", emailLinkSignin: true, createdAt: now, lastLoginAt: now, validSince: now,
+            identities: [FederatedIdentity(providerID: "apple.com", federatedID: "001.apple", email: "alice@example.com", linkedAt: now)])
         try await sqlite.insertUser(alice)
+        _ = try await sqlite.spendCredential(hash: "idp", projectID: "p", expiresAt: now.addingTimeInterval(600))
         let enrollment = MFAEnrollment(enrollmentID: "e1", phoneNumber: "+15555559999", displayName: "work", enrolledAt: now)
         try await sqlite.addMFAEnrollment(enrollment, projectID: "p", localID: alice.localID)
         try await sqlite.insertRefreshToken(.init(tokenHash: "rt", projectID: "p", localID: alice.localID, provider: "password", createdAt: now))
@@ -67,7 +69,10 @@ struct StoreCopyTests {
                 == UserAccount(
                     localID: alice.localID, projectID: "p", email: "alice@example.com", emailVerified: true, passwordHash: "hash",
                     displayName: "Alice",
-                    emailLinkSignin: true, createdAt: now, lastLoginAt: now, validSince: now, mfaEnrollments: [enrollment]))
+                    emailLinkSignin: true, createdAt: now, lastLoginAt: now, validSince: now, mfaEnrollments: [enrollment],
+                    identities: alice.identities))
+        #expect(try await postgres.user(projectID: "p", providerID: "apple.com", federatedID: "001.apple")?.localID == alice.localID)
+        #expect(try await postgres.spendCredential(hash: "idp", projectID: "p", expiresAt: now) == false, "the spent credential came along")
         #expect(try await postgres.user(projectID: "p", phoneNumber: "+15555551233") != nil)
         #expect(try await postgres.refreshToken(hash: "rt")?.localID == alice.localID)
         let reserved = try #require(try await postgres.reserveCheckAttempt(sessionID: "s1"))

@@ -270,6 +270,8 @@ struct Accounts: Sendable {
         case .emailExists: HeraldError(.emailExists)
         case .phoneNumberExists: HeraldError(.phoneNumberExists)
         case .localIDExists: HeraldError(.duplicateLocalID)
+        case .federatedIDExists: HeraldError(.federatedUserIDAlreadyLinked)
+        case .providerAlreadyLinked: HeraldError(.providerAlreadyLinked)
         }
     }
 }

@@ -37,13 +37,7 @@ struct AMQPBrokerConsole: BrokerConsole {
 
     func deadLetters(_ type: JobType, limit: Int) async throws -> [DeadLetterSummary] {
         try await connection.peek(topology.deadQueue(type), limit: limit).map { message in
-            let to = (try? JobCodec.decode(message.body)).map { job -> String in
-                switch job.payload {
-                case .sms(let sms): MaskedDestination.mask(sms.to, type: .sms)
-                case .email(let email): MaskedDestination.mask(email.to, type: .email)
-                case .push(let push): MaskedDestination.mask(push.deviceToken, type: .push)
-                }
-            }
+            let to = (try? JobCodec.decode(message.body)).map { MaskedDestination.mask($0.recipient, type: $0.type) }
             return DeadLetterSummary(
                 id: message.messageID ?? "-", failedAt: message.headerText("x-herald-failed-at") ?? "-",
                 reason: message.headerText("x-herald-reason") ?? "-", to: to ?? "-")

@@ -343,7 +343,8 @@ extension HeraldConfiguration {
         self.workers = Workers(
             sms: try worker("sms", concurrency: 64, delays: [.seconds(1), .seconds(5), .seconds(30), .seconds(120)], port: 9101),
             email: try worker("email", concurrency: 16, delays: [.seconds(5), .seconds(30), .seconds(120), .seconds(600)], port: 9102),
-            push: try worker("push", concurrency: 64, delays: [.seconds(1), .seconds(5), .seconds(30)], port: 9103))
+            push: try worker("push", concurrency: 64, delays: [.seconds(1), .seconds(5), .seconds(30)], port: 9103),
+            apple: try worker("apple", concurrency: 8, delays: [.seconds(5), .seconds(30), .seconds(120), .seconds(600)], port: 9104))
         try workers.finish()
 
         if provider == "console", devMode == false {
@@ -486,7 +487,24 @@ extension HeraldConfiguration.Project {
         self.apple = Apple(
             enabled: try apple.bool("enabled", default: false),
             clientIds: try apple.stringList("clientIds", default: []),
-            jwksUrl: try apple.string("jwksUrl", default: "https://appleid.apple.com/auth/keys"))
+            jwksUrl: try apple.string("jwksUrl", default: "https://appleid.apple.com/auth/keys"),
+            tokenUrl: try apple.string("tokenUrl", default: "https://appleid.apple.com/auth/token"),
+            revokeUrl: try apple.string("revokeUrl", default: "https://appleid.apple.com/auth/revoke"),
+            caFile: try apple.optionalString("caFile"), teamId: try apple.optionalString("teamId"),
+            keyId: try apple.optionalString("keyId"), keyFile: try apple.optionalString("keyFile"))
+        for (key, url) in [("jwksUrl", self.apple.jwksUrl), ("tokenUrl", self.apple.tokenUrl), ("revokeUrl", self.apple.revokeUrl)] {
+            guard url.lowercased().hasPrefix("https://"), URL(string: url)?.host != nil else {
+                throw apple.fail(key, "must be an https:// URL")
+            }
+        }
+        if self.apple.enabled, self.apple.clientIds.isEmpty {
+            throw apple.fail("clientIds", "list the app's bundle id (and any Services id) when Sign in with Apple is enabled")
+        }
+        let appleKey = [self.apple.teamId, self.apple.keyId, self.apple.keyFile]
+        if appleKey.contains(where: { $0 != nil }), appleKey.contains(where: { $0 == nil }) {
+            throw apple.fail(
+                self.apple.teamId == nil ? "teamId" : self.apple.keyId == nil ? "keyId" : "keyFile", "teamId, keyId and keyFile are set together")
+        }
         try apple.finish()
 
         let mfa = try reader.section("mfa")

@@ -250,11 +250,25 @@ public struct HeraldConfiguration: Sendable {
             public var appSchemes: [String]
         }
 
-        /// `projects[].apple` (not yet used).
+        /// `projects[].apple`: Sign in with Apple (`signInWithIdp`) and token revocation (`revokeToken`).
         public struct Apple: Sendable {
             public var enabled: Bool
+            /// Bundle ids and Services ids accepted as an identity token's `aud`; the first is the one
+            /// authorization codes are exchanged under unless a revocation names another.
             public var clientIds: [String]
             public var jwksUrl: String
+            public var tokenUrl: String
+            public var revokeUrl: String
+            /// Extra trusted CA (PEM) for the three URLs, for relays and tests.
+            public var caFile: String?
+            /// The Sign in with Apple key (.p8) for client secrets; all three or none. Without them
+            /// `revokeToken` answers OPERATION_NOT_ALLOWED.
+            public var teamId: String?
+            public var keyId: String?
+            public var keyFile: String?
+
+            /// True when client secrets can be minted (revocation possible).
+            public var canRevoke: Bool { teamId != nil && keyId != nil && keyFile != nil }
         }
 
         /// `projects[].mfa`: phone as a second factor.
@@ -431,6 +445,7 @@ public struct HeraldConfiguration: Sendable {
         public var sms: Worker
         public var email: Worker
         public var push: Worker
+        public var apple: Worker
 
         /// The block of the worker that delivers `type` (nil for types no worker executable consumes).
         public func settings(for type: JobType) -> Worker? {
@@ -438,7 +453,7 @@ public struct HeraldConfiguration: Sendable {
             case .sms: sms
             case .email: email
             case .push: push
-            case .apple: nil
+            case .apple: apple
             }
         }
     }

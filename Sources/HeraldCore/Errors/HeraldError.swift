@@ -101,6 +101,18 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidOobCode = Code("INVALID_OOB_CODE")
         public static let expiredOobCode = Code("EXPIRED_OOB_CODE")
 
+        // Identity providers (Sign in with Apple).
+        public static let missingRequestURI = Code("MISSING_REQUEST_URI")
+        public static let invalidRequestURI = Code("INVALID_REQUEST_URI")
+        public static let invalidCredentialOrProviderID = Code("INVALID_CREDENTIAL_OR_PROVIDER_ID")
+        public static let invalidIdPResponse = Code("INVALID_IDP_RESPONSE")
+        public static let missingOrInvalidNonce = Code("MISSING_OR_INVALID_NONCE")
+        public static let federatedUserIDAlreadyLinked = Code("FEDERATED_USER_ID_ALREADY_LINKED")
+        public static let providerAlreadyLinked = Code("PROVIDER_ALREADY_LINKED")
+        public static let invalidPendingToken = Code("INVALID_PENDING_TOKEN")
+        public static let invalidProviderID = Code("INVALID_PROVIDER_ID")
+        public static let missingToken = Code("MISSING_TOKEN")
+
         // Second factors.
         public static let unsupportedFirstFactor = Code("UNSUPPORTED_FIRST_FACTOR")
         public static let unverifiedEmail = Code("UNVERIFIED_EMAIL")

@@ -36,6 +36,7 @@ public struct Job: Sendable, Equatable {
         case sms(SMSMessage)
         case email(EmailMessage)
         case push(PushMessage)
+        case apple(AppleMessage)
     }
 
     public var type: JobType {
@@ -43,6 +44,27 @@ public struct Job: Sendable, Equatable {
         case .sms: .sms
         case .email: .email
         case .push: .push
+        case .apple: .apple
+        }
+    }
+
+    /// Who the job is for, unmasked: the number, the address, the device token, the Herald user.
+    public var recipient: String {
+        switch payload {
+        case .sms(let message): message.to
+        case .email(let message): message.to
+        case .push(let message): message.deviceToken
+        case .apple(let message): message.user
+        }
+    }
+
+    /// What the job sends, as operators see it: the template, `silentPush`, or the Apple action.
+    public var templateName: String {
+        switch payload {
+        case .sms(let message): message.template.rawValue
+        case .email(let message): message.template.rawValue
+        case .push: "silentPush"
+        case .apple(let message): message.action.rawValue
         }
     }
 
@@ -121,6 +143,34 @@ public struct EmailMessage: Sendable, Equatable {
     public init(to: String, template: Template, params: [String: String]) {
         self.to = to
         self.template = template
+        self.params = params
+    }
+}
+
+/// A Sign in with Apple task for herald-apple-worker: revoke the user's Apple tokens, given an
+/// authorization code from a fresh Apple sign-in (the code travels sealed, `authorizationCodeSealed`;
+/// once exchanged, a retry carries the refresh token sealed instead, `refreshTokenSealed`).
+public struct AppleMessage: Sendable, Equatable {
+    /// What to do (only revocation so far).
+    public enum Action: String, Sendable, CaseIterable {
+        case revoke
+    }
+
+    public var action: Action
+    /// The Herald user (localId) whose Apple authorization is revoked; the ledger's destination.
+    public var user: String
+    /// The Apple client id (bundle id or Services id) the code was issued to.
+    public var clientId: String
+    /// The redirect URI of the web flow that produced the code (Apple checks it); nil for apps.
+    public var redirectUri: String?
+    /// `authorizationCodeSealed` or `refreshTokenSealed`.
+    public var params: [String: String]
+
+    public init(action: Action = .revoke, user: String, clientId: String, redirectUri: String? = nil, params: [String: String]) {
+        self.action = action
+        self.user = user
+        self.clientId = clientId
+        self.redirectUri = redirectUri
         self.params = params
     }
 }

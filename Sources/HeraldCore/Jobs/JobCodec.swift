@@ -25,6 +25,10 @@ public enum JobCodec {
         var environment: String?
         var topic: String?
         var payload: [String: String]?
+        var action: String?
+        var user: String?
+        var clientId: String?
+        var redirectUri: String?
     }
 
     /// The body, keys sorted (the same bytes for the same job).
@@ -43,6 +47,11 @@ public enum JobCodec {
             fields += [
                 ("deviceToken", .string(message.deviceToken)), ("environment", .string(message.environment.rawValue)),
                 ("topic", .string(message.topic)), ("payload", .strings(message.payload)),
+            ]
+        case .apple(let message):
+            fields += [
+                ("action", .string(message.action.rawValue)), ("user", .string(message.user)), ("clientId", .string(message.clientId)),
+                ("redirectUri", message.redirectUri.map { .string($0) }), ("params", .strings(message.params)),
             ]
         }
         var writer = JSONWriter()
@@ -108,7 +117,17 @@ public enum JobCodec {
             }
             payload = .email(EmailMessage(to: to.value, template: template, params: wire.params ?? [:]))
         case .apple:
-            throw DecodingError(field: "type", problem: "'\(typeName)' jobs are not supported by this version")
+            guard let action = AppleMessage.Action(rawValue: try required(wire.action, "action")) else {
+                throw DecodingError(field: "action", problem: "unknown (expected revoke)")
+            }
+            let params = wire.params ?? [:]
+            guard params["authorizationCodeSealed"] != nil || params["refreshTokenSealed"] != nil else {
+                throw DecodingError(field: "params", problem: "needs authorizationCodeSealed or refreshTokenSealed")
+            }
+            payload = .apple(
+                AppleMessage(
+                    action: action, user: try required(wire.user, "user"), clientId: try required(wire.clientId, "clientId"),
+                    redirectUri: wire.redirectUri, params: params))
         case nil:
             throw DecodingError(field: "type", problem: "unknown job type '\(typeName)'")
         }

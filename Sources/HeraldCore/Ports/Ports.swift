@@ -62,12 +62,15 @@ public struct UserAccount: Sendable, Equatable {
     public var disabled: Bool
     /// Second factors, oldest first.
     public var mfaEnrollments: [MFAEnrollment]
+    /// Identity providers linked to the account (Sign in with Apple), at most one per provider.
+    public var identities: [FederatedIdentity]
 
     public init(
         localID: String, projectID: String, phoneNumber: String? = nil, email: String? = nil, emailVerified: Bool = false,
         passwordHash: String? = nil, displayName: String? = nil, emailLinkSignin: Bool = false, createdAt: Date, lastLoginAt: Date,
-        validSince: Date? = nil, disabled: Bool = false, mfaEnrollments: [MFAEnrollment] = []
+        validSince: Date? = nil, disabled: Bool = false, mfaEnrollments: [MFAEnrollment] = [], identities: [FederatedIdentity] = []
     ) {
+        self.identities = identities
         self.localID = localID
         self.projectID = projectID
         self.phoneNumber = phoneNumber
@@ -81,6 +84,35 @@ public struct UserAccount: Sendable, Equatable {
         self.validSince = validSince
         self.disabled = disabled
         self.mfaEnrollments = mfaEnrollments
+    }
+}
+
+/// An account at an identity provider linked to a user: Apple's `sub` (stable per developer team) and
+/// what the provider said about the person the last time they signed in with it.
+public struct FederatedIdentity: Sendable, Equatable {
+    /// `apple.com`.
+    public var providerID: String
+    /// The provider's user id (`sub`).
+    public var federatedID: String
+    /// Lower-cased; for Apple maybe a private relay address (`@privaterelay.appleid.com`).
+    public var email: String?
+    public var emailVerified: Bool
+    /// Apple's `is_private_email`: the address is a relay that forwards only registered senders' mail.
+    public var isPrivateEmail: Bool
+    public var displayName: String?
+    public var linkedAt: Date
+
+    public init(
+        providerID: String, federatedID: String, email: String? = nil, emailVerified: Bool = false, isPrivateEmail: Bool = false,
+        displayName: String? = nil, linkedAt: Date
+    ) {
+        self.providerID = providerID
+        self.federatedID = federatedID
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.displayName = displayName
+        self.linkedAt = linkedAt
     }
 }
 
@@ -137,6 +169,10 @@ public enum AccountConflict: Error, Equatable {
     case emailExists
     case phoneNumberExists
     case localIDExists
+    /// The provider account is linked to another user of the project.
+    case federatedIDExists
+    /// The user already has an account of that provider linked.
+    case providerAlreadyLinked
 }
 
 /// A refresh token as stored: only its hash, and who it belongs to.
@@ -183,12 +219,21 @@ public protocol AccountStore: Sendable {
     func user(projectID: String, localID: String) async throws -> UserAccount?
     func user(projectID: String, email: String) async throws -> UserAccount?
     func user(projectID: String, phoneNumber: String) async throws -> UserAccount?
+    /// The user an identity-provider account is linked to.
+    func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount?
     /// Up to `limit` users with localId after `after`, in localId order (admin batchGet paging).
     func users(projectID: String, after: String?, limit: Int) async throws -> [UserAccount]
+    /// Inserts the user with its linked identities, in one transaction.
     func insertUser(_ user: UserAccount) async throws
-    /// Writes every column of the user (not its second factors).
+    /// Writes every column of the user (not its second factors or identities).
     func updateUser(_ user: UserAccount) async throws
-    /// Deletes the user, its second factors and refresh tokens; false when there was none.
+    /// Links `identity` to the user, or refreshes what it says when it is linked to that user already;
+    /// `AccountConflict.federatedIDExists` when another user has it, `.providerAlreadyLinked` when the
+    /// user has another account of the provider.
+    func linkIdentity(_ identity: FederatedIdentity, projectID: String, localID: String) async throws
+    /// False when the user had no identity of that provider.
+    func unlinkIdentity(projectID: String, localID: String, providerID: String) async throws -> Bool
+    /// Deletes the user, its second factors, identities and refresh tokens; false when there was none.
     func deleteUser(projectID: String, localID: String) async throws -> Bool
     /// Deletes every user of a project (devMode `DELETE /emulator/v1/projects/{p}/accounts`); returns how many.
     func deleteAllUsers(projectID: String) async throws -> Int
@@ -309,7 +354,16 @@ public enum ReceiptResult: Sendable, Equatable {
 
 /// Everything the API and workers keep in the shared store.
 public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & MessageLedger & RateLimitStore
-    & AppVerificationStore & OobCodeStore & SendAdmissionStore
+    & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore
+
+/// Identity-provider credentials already used (Apple identity tokens are single-use), kept by hash
+/// until they expire, where every API process sees them.
+public protocol CredentialReplayStore: Sendable {
+    /// Records the credential as used; false when it was used before.
+    func spendCredential(hash: String, projectID: String, expiresAt: Date) async throws -> Bool
+    /// Forgets credentials that expired before `date` (a replay of those fails on expiry); returns how many.
+    func purgeCredentials(expiredBefore date: Date) async throws -> Int
+}
 
 /// Shared rate-limit state: one GCRA timestamp per key, prefix velocity and blocks. Every API and
 /// worker process on the same store sees the same counts, so N replicas do not allow N times a limit.
