@@ -207,6 +207,7 @@ let package = Package(
             dependencies: [
                 "HeraldAMQP", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

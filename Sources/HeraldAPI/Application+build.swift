@@ -80,7 +80,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     // Outermost, so error answers carry the CORS grant too (web SDKs read the error codes).
     router.add(middleware: CrossOriginPolicy(configuration: configuration))
     router.add(middleware: IdentityToolkitErrorMiddleware())
-    // One transfer thread for the process's outbound calls (siteverify, worker probes of the status page).
+    // One transfer thread for the process's outbound calls (siteverify, Apple's keys, worker probes of the status page).
     let curl = CurlClient(logger: logger)
     let verifier = AppVerifier(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
@@ -101,9 +101,13 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     let mfa = PhoneMFA(
         store: dependencies.store, phone: phone, verifier: verifier, completion: completion, signedIn: signedIn, clock: dependencies.clock,
         logger: logger)
+    let apple = AppleSignIn(
+        store: dependencies.store,
+        verifier: AppleIdentityVerifier(configuration: configuration, client: curl, clock: dependencies.clock, logger: logger),
+        signedIn: signedIn, completion: completion, keys: dependencies.keys, clock: dependencies.clock, logger: logger)
     IdentityToolkitRoutes(
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
-        verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa,
+        verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa, apple: apple,
         admin: AdminAuthorization(tokens: configuration.admin.tokens), idleTimeout: idleTimeout
     ).register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)

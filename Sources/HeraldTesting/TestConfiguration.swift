@@ -65,6 +65,9 @@ public struct TestConfiguration: Sendable {
     /// The `emailLink` section of the test project.
     public var emailLink = "{enabled: true, linkTTL: 1h, actionUrl: \"https://auth.example.com/__/auth/action\", enumerationProtection: false}"
     public var mfa = "{phone: enabled}"
+    /// `projects[].apple` of the test project (`appleSection(_:)` points it at a `FakeApple`).
+    public var apple = "{enabled: false}"
+    public var appleRetryDelays = ["300ms", "1s", "2s"]
     /// A production-grade admin token; firebase-admin's emulator token `owner` needs `devMode: true`.
     public var adminTokens = [Self.adminToken]
     /// herald-api's metrics listener (0: any free port).
@@ -120,6 +123,7 @@ public struct TestConfiguration: Sendable {
                 authorizedDomains: [\(authorizedDomains.joined(separator: ", "))]
                 emailLink: \(emailLink)
                 mfa: \(mfa)
+                apple: \(apple)
                 phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), resendAfter: \(resendAfter), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions), originDomain: \(originDomain ?? "null"), androidAppHash: \(androidAppHash.map { "\"\($0)\"" } ?? "null")}
                 appVerification: \(appVerification)
               - id: disabled-project
@@ -145,8 +149,20 @@ public struct TestConfiguration: Sendable {
             workers:
               email: {concurrency: 8, retryDelays: [\(emailRetryDelays.joined(separator: ", "))], throttleDelays: [100ms, 1s], metricsPort: 0}
               push: {concurrency: 8, retryDelays: [300ms, 1s], throttleDelays: [100ms], metricsPort: 0}
+              apple: {concurrency: 4, retryDelays: [\(appleRetryDelays.joined(separator: ", "))], throttleDelays: [100ms], metricsPort: 0}
               sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], throttleDelays: [\(throttleDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
             """
+    }
+
+    /// Sign in with Apple against `fake` (its keys, token and revoke URLs, the test CA); with `keyFile`
+    /// (where the fake's .p8 key was written) revocation is configured too.
+    public static func appleSection(_ fake: FakeApple, clientIds: [String], keyFile: String? = nil) -> String {
+        var fields = [
+            "enabled: true", "clientIds: [\(clientIds.map { "\"\($0)\"" }.joined(separator: ", "))]", "jwksUrl: \"\(fake.jwksURL)\"",
+            "tokenUrl: \"\(fake.tokenURL)\"", "revokeUrl: \"\(fake.revokeURL)\"", "caFile: \"\(TestTLS.shared.caFile)\"",
+        ]
+        if let keyFile { fields += ["teamId: \"\(fake.teamID)\"", "keyId: \"\(fake.keyID)\"", "keyFile: \"\(keyFile)\""] }
+        return "{" + fields.joined(separator: ", ") + "}"
     }
 
     /// Writes the file into the state directory and returns its path.

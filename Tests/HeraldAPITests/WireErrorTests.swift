@@ -76,9 +76,9 @@ struct WireErrorTests {
             let unknown = try await client.post(Paths.v1 + "doesNotExist", apiKey: key, json: [:])
             #expect(unknown.status == 404)
             #expect(try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/nothing", apiKey: key, json: [:]).status == 404)
-            let planned = try await client.post(Paths.v1 + "signInWithIdp", apiKey: key, json: [:])
-            #expect(planned.status == 501)
-            #expect(planned.errorMessage?.hasPrefix("NOT_IMPLEMENTED") == true)
+            let idp = try await client.post(Paths.v1 + "signInWithIdp", apiKey: key, json: [:])
+            #expect(idp.status == 400)
+            #expect(idp.errorMessage == "MISSING_REQUEST_URI")
 
             let tokenCases: [([String: any Sendable], String)] = [
                 ([:], "MISSING_GRANT_TYPE"),

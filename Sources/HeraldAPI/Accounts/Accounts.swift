@@ -58,9 +58,15 @@ struct Accounts: Sendable {
             return AuthURI(registered: false, sessionId: sessionID)
         }
         var methods: [String] = []
+        var providers: [String] = []
         if user.passwordHash != nil { methods.append("password") }
         if user.emailLinkSignin { methods.append("emailLink") }
-        return AuthURI(registered: true, allProviders: methods.isEmpty ? nil : ["password"], signinMethods: methods, sessionId: sessionID)
+        if methods.isEmpty == false { providers.append("password") }
+        for identity in user.identities {
+            methods.append(identity.providerID)
+            providers.append(identity.providerID)
+        }
+        return AuthURI(registered: true, allProviders: providers.isEmpty ? nil : providers, signinMethods: methods, sessionId: sessionID)
     }
 
     // MARK: lookup
@@ -123,7 +129,7 @@ struct Accounts: Sendable {
     }
 
     /// The fields SDKs and firebase-admin send: displayName, email, password, deleteAttribute[],
-    /// deleteProvider[] (`phone`, `password`); admins also phoneNumber, emailVerified, disableUser,
+    /// deleteProvider[] (`phone`, `password`, `apple.com`); admins also phoneNumber, emailVerified, disableUser,
     /// validSince (firebase-admin's revoke_refresh_tokens).
     func update(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> Updated {
         var user: UserAccount
@@ -161,6 +167,11 @@ struct Accounts: Sendable {
                 credentialsChanged = credentialsChanged || user.passwordHash != nil || user.emailLinkSignin
                 user.passwordHash = nil
                 user.emailLinkSignin = false
+            case AppleSignIn.providerID:
+                if try await store.unlinkIdentity(projectID: project.id, localID: user.localID, providerID: provider) {
+                    credentialsChanged = true
+                    user.identities.removeAll { $0.providerID == provider }
+                }
             default: break
             }
         }

@@ -42,6 +42,12 @@ struct UserInfo: Encodable, Sendable {
         if let phone = user.phoneNumber {
             providers.append(ProviderInfo(providerId: "phone", rawId: phone, phoneNumber: phone))
         }
+        for identity in user.identities {
+            providers.append(
+                ProviderInfo(
+                    providerId: identity.providerID, rawId: identity.federatedID, email: identity.email, federatedId: identity.federatedID,
+                    displayName: identity.displayName))
+        }
         providerUserInfo = providers
         createdAt = String(user.createdAt.millisecondsSince1970)
         lastLoginAt = String(user.lastLoginAt.millisecondsSince1970)

@@ -204,14 +204,20 @@ struct EmailLinkSignIn: Sendable {
             if user.emailVerified == false {
                 // Someone put this address on the account without proving it (an admin import, or an
                 // attacker pre-registering it). The proof wins, as in Firebase: every other way into the
-                // account is removed and its sessions revoked, so whoever set it up keeps nothing.
-                let hadOtherCredentials = user.passwordHash != nil || user.phoneNumber != nil || user.mfaEnrollments.isEmpty == false
+                // account (password, phone, second factors, a linked Apple account) is removed and its
+                // sessions revoked, so whoever set it up keeps nothing.
+                let hadOtherCredentials =
+                    user.passwordHash != nil || user.phoneNumber != nil || user.mfaEnrollments.isEmpty == false || user.identities.isEmpty == false
                 user.passwordHash = nil
                 user.phoneNumber = nil
                 for enrollment in user.mfaEnrollments {
                     _ = try await store.removeMFAEnrollment(projectID: project.id, localID: user.localID, enrollmentID: enrollment.enrollmentID)
                 }
                 user.mfaEnrollments = []
+                for identity in user.identities {
+                    _ = try await store.unlinkIdentity(projectID: project.id, localID: user.localID, providerID: identity.providerID)
+                }
+                user.identities = []
                 completion.revokeEarlierSessions(of: &user)
                 logger.notice(
                     "email link proved an unverified address: other credentials unlinked, earlier sessions revoked",

@@ -15,8 +15,9 @@ struct CaptchaVerifier: Sendable {
         guard let url = settings.captchaVerifyUrl, let secret = settings.captchaSecret else {
             throw HeraldError(.captchaCheckFailed, "Captcha verification is not configured for this project.")
         }
-        var form = "secret=\(Self.encode(secret))&response=\(Self.encode(token))"
-        if let remoteIP { form += "&remoteip=\(Self.encode(remoteIP))" }
+        var fields = [(name: "secret", value: secret), (name: "response", value: token)]
+        if let remoteIP { fields.append((name: "remoteip", value: remoteIP)) }
+        let form = FormEncoding.encode(fields)
         let response: CurlHTTPResponse
         do {
             response = try await client.perform(
@@ -41,11 +42,5 @@ struct CaptchaVerifier: Sendable {
                 ])
             throw HeraldError(.captchaCheckFailed)
         }
-    }
-
-    static func encode(_ value: String) -> String {
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-        allowed.insert(charactersIn: "-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }
 }

@@ -16,6 +16,7 @@ struct IdentityToolkitRoutes: Sendable {
     let emailLink: EmailLinkSignIn
     let accounts: Accounts
     let mfa: PhoneMFA
+    let apple: AppleSignIn
     let admin: AdminAuthorization
     /// How long a request body may take to arrive (`http.idleTimeout`).
     let idleTimeout: TimeAmount
@@ -33,9 +34,6 @@ struct IdentityToolkitRoutes: Sendable {
         "deleteAccount": "accounts:delete",
         "verifyClient": "accounts:verifyIosClient",
     ]
-
-    /// Operations SDKs call that later releases implement: 501, so a client sees what is missing.
-    static let plannedOperations: Set<String> = ["accounts:signInWithIdp"]
 
     func register(on router: Router<HeraldRequestContext>) {
         router.post("/identitytoolkit.googleapis.com/v1/:operation") { request, context in
@@ -127,10 +125,10 @@ struct IdentityToolkitRoutes: Sendable {
             return JSONWire.response(try await accounts.lookup(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
         case "accounts:update":
             return JSONWire.response(try await accounts.update(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
+        case "accounts:signInWithIdp":
+            return JSONWire.response(try await apple.signIn(project: project, body: try await body(of: request, context)))
         case "accounts:delete":
             return JSONWire.response(try await accounts.delete(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
-        case _ where Self.plannedOperations.contains(operation):
-            throw HeraldError(.notImplemented, "\(operation) is not implemented in Herald yet.")
         default:
             throw HeraldError(.notFound)
         }

@@ -53,6 +53,7 @@ public struct TokenIssuer: Sendable {
         var identities: [String: [String]] = [:]
         if let phone = user.phoneNumber { identities["phone"] = [phone] }
         if let email = user.email { identities["email"] = [email] }
+        for identity in user.identities { identities[identity.providerID] = [identity.federatedID] }
         let payload = IDTokenClaims(
             iss: IssuerClaim(value: "https://securetoken.google.com/\(user.projectID)"),
             aud: AudienceClaim(value: user.projectID),

@@ -21,14 +21,7 @@ struct WireBody {
         let bytes = Data(buffer.readableBytesView)
         let looksLikeJSON = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{")
         if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true, looksLikeJSON == false {
-            var fields: [String: Any] = [:]
-            for pair in String(decoding: bytes, as: UTF8.self).split(separator: "&") {
-                let parts = pair.split(separator: "=", maxSplits: 1).map {
-                    String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
-                }
-                if let name = parts.first, name.isEmpty == false { fields[name] = parts.count > 1 ? parts[1] : "" }
-            }
-            return WireBody(fields: fields)
+            return WireBody(fields: FormEncoding.decode(String(decoding: bytes, as: UTF8.self)))
         }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return WireBody(fields: [:]) }
         guard let object = try? JSONSerialization.jsonObject(with: bytes), let fields = object as? [String: Any] else {
