@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "herald-sms-worker", targets: ["herald-sms-worker"]),
         .executable(name: "herald-email-worker", targets: ["herald-email-worker"]),
         .executable(name: "herald-push-worker", targets: ["herald-push-worker"]),
+        .executable(name: "herald-apple-worker", targets: ["herald-apple-worker"]),
         .executable(name: "herald-admin", targets: ["herald-admin"]),
         .executable(name: "herald-bench", targets: ["herald-bench"]),
     ],
@@ -175,6 +176,15 @@ let package = Package(
             name: "herald-push-worker",
             dependencies: [
                 "HeraldChannels", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldWorker",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald-apple-worker",
+            dependencies: [
+                "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore", "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

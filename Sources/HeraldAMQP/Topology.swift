@@ -22,7 +22,7 @@ public struct Topology: Sendable, Equatable {
     public var throttleDelays: [JobType: [Duration]]
 
     /// Job types this version delivers.
-    public static let supportedTypes: [JobType] = [.sms, .email, .push]
+    public static let supportedTypes: [JobType] = JobType.allCases
 
     public init(
         exchange: String, queueType: String, deliveryLimit: Int, retryDelays: [JobType: [Duration]],
@@ -39,14 +39,8 @@ public struct Topology: Sendable, Equatable {
         self.init(
             exchange: configuration.amqp.exchange, queueType: configuration.amqp.queueType,
             deliveryLimit: configuration.amqp.deliveryLimit,
-            retryDelays: [
-                .sms: configuration.workers.sms.retryDelays, .email: configuration.workers.email.retryDelays,
-                .push: configuration.workers.push.retryDelays,
-            ],
-            throttleDelays: [
-                .sms: configuration.workers.sms.throttleDelays, .email: configuration.workers.email.throttleDelays,
-                .push: configuration.workers.push.throttleDelays,
-            ])
+            retryDelays: Dictionary(uniqueKeysWithValues: JobType.allCases.map { ($0, configuration.workers.settings(for: $0).retryDelays) }),
+            throttleDelays: Dictionary(uniqueKeysWithValues: JobType.allCases.map { ($0, configuration.workers.settings(for: $0).throttleDelays) }))
     }
 
     public var deadLetterExchange: String { "\(exchange).dlx" }

@@ -108,6 +108,9 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     IdentityToolkitRoutes(
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
         verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa, apple: apple,
+        revocation: AppleTokenRevocation(
+            store: dependencies.store, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys, clock: dependencies.clock,
+            logger: logger),
         admin: AdminAuthorization(tokens: configuration.admin.tokens), idleTimeout: idleTimeout
     ).register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)

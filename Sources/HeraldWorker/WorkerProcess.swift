@@ -13,9 +13,7 @@ public enum WorkerProcess {
         handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, keys: HeraldKeys, configuration: HeraldConfiguration,
         logger: Logger
     ) async throws {
-        guard let workerConfiguration = configuration.workers.settings(for: handler.type) else {
-            throw ConfigError(key: "workers.\(handler.type.rawValue)", problem: "no worker block for this job type")
-        }
+        let workerConfiguration = configuration.workers.settings(for: handler.type)
         let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: handler.type, logger: logger)
         let worker = WorkerService(
             handler: handler, ledger: ledger, consumer: consumer, publisher: publisher, topology: topology,

@@ -121,7 +121,7 @@ public final class WorkerService: Service {
             options: .init(
                 configuration.amqp,
                 role: .consumer(
-                    queue: topology.workQueue(type), prefetch: configuration.workers.settings(for: type)?.prefetch ?? configuration.amqp.prefetch),
+                    queue: topology.workQueue(type), prefetch: configuration.workers.settings(for: type).prefetch),
                 name: "herald-\(type.rawValue)-worker consumer"),
             logger: logger, onConnect: declare)
         let publisher = AMQPConnection(
@@ -329,7 +329,7 @@ public final class WorkerService: Service {
                 action = machine.delivered(delivered.outcome, segments: delivered.segments, now: clock.now)
             case .finish(let finish):
                 if let ticket { pacer?.leave(ticket) }
-                await carryOut(finish, delivery: delivery, job: job, reserved: reserved, logger: log)
+                await carryOut(finish, delivery: continued(delivery, with: report?.continuation, of: job), job: job, reserved: reserved, logger: log)
                 count(finish.outcome)
                 if finish.outcome == "sent" {
                     if let segments = report?.segments {
@@ -427,6 +427,19 @@ public final class WorkerService: Service {
     private func producer(of delivery: AMQPDelivery) -> String? {
         if case .string(let producer) = delivery.headers["x-herald-producer"], producer.isEmpty == false { return String(producer.prefix(64)) }
         return nil
+    }
+
+    /// The delivery as it is settled: with `continuation`'s body, signed like herald-api signs jobs,
+    /// when the handler made progress a retry must not repeat (only a continuation of the same job,
+    /// whose ledger row it matches, is taken).
+    func continued(_ delivery: AMQPDelivery, with continuation: Job?, of job: Job) -> AMQPDelivery {
+        guard let continuation, continuation.id == job.id, continuation.project == job.project, continuation.type == job.type,
+            handler.destination(of: continuation) == handler.destination(of: job)
+        else { return delivery }
+        var copy = delivery
+        copy.body = JobCodec.encode(continuation)
+        copy.headers[JobSignature.header] = .string(JobSignature.sign(copy.body, key: jobKey))
+        return copy
     }
 
     /// Records the outcome (when there is one), then settles the delivery as the lifecycle decided.

@@ -60,6 +60,19 @@ struct JobAndPolicyTests {
         #expect(Data(base64URLEncoded: "ab=c") == nil)
     }
 
+    @Test("an apple job round-trips, with and without a redirect URI")
+    func appleRoundTrip() throws {
+        for redirect in [nil, "https://app.example.com/apple"] {
+            let job = Job(
+                project: "demo-project", createdAt: Date(timeIntervalSince1970: 1_800_000_000), expiresAt: Date(timeIntervalSince1970: 1_800_000_300),
+                payload: .apple(
+                    AppleMessage(user: "u123", clientId: "com.example.app", redirectUri: redirect, params: ["authorizationCodeSealed": "s="])))
+            let decoded = try JobCodec.decode(JobCodec.encode(job))
+            #expect(decoded == job)
+            #expect(decoded.recipient == "u123" && decoded.templateName == "revoke" && decoded.type == .apple)
+        }
+    }
+
     @Test(
         "decoding names the field that is wrong",
         arguments: [
@@ -85,6 +98,14 @@ struct JobAndPolicyTests {
                 "to"
             ),
             ("not json", "body"),
+            (
+                #"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"apple","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","action":"revoke","user":"u","clientId":"c","params":{}}"#,
+                "params"
+            ),
+            (
+                #"{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","project":"p","type":"apple","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:05:00Z","action":"forget","user":"u","clientId":"c"}"#,
+                "action"
+            ),
         ])
     func decodingErrors(body: String, field: String) {
         #expect(throws: JobCodec.DecodingError.self) { try JobCodec.decode(Data(body.utf8)) }

@@ -83,21 +83,26 @@ final class StackHarness: @unchecked Sendable {
     /// Starts herald-push-worker (the configuration must name an APNs key, e.g. from `APNsFixture`).
     @discardableResult
     func startPushWorker(metricsPort: Int? = nil) async throws -> HeraldProcess {
-        let process = try HeraldProcess(
-            "herald-push-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir,
-            environment: ["HERALD_WORKERS_PUSH_METRICS_PORT": String(metricsPort ?? freePort())])
-        workers.append(process)
-        try await process.waitForOutput("amqp connected")
-        try await process.waitForOutput("worker publisher")
-        return process
+        try await startWorker(.push, metricsPort: metricsPort)
     }
 
     /// Starts herald-email-worker (the configuration names the SMTP server, e.g. an `SMTPSink`).
     @discardableResult
     func startEmailWorker(metricsPort: Int? = nil) async throws -> HeraldProcess {
+        try await startWorker(.email, metricsPort: metricsPort)
+    }
+
+    /// Starts herald-apple-worker (the configuration names an Apple key, e.g. a `FakeApple`'s).
+    @discardableResult
+    func startAppleWorker(metricsPort: Int? = nil) async throws -> HeraldProcess {
+        try await startWorker(.apple, metricsPort: metricsPort)
+    }
+
+    /// Starts the worker executable of `type` on its own metrics port, once it consumes.
+    func startWorker(_ type: JobType, metricsPort: Int? = nil) async throws -> HeraldProcess {
         let process = try HeraldProcess(
-            "herald-email-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir,
-            environment: ["HERALD_WORKERS_EMAIL_METRICS_PORT": String(metricsPort ?? freePort())])
+            "herald-\(type.rawValue)-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir,
+            environment: ["HERALD_WORKERS_\(type.rawValue.uppercased())_METRICS_PORT": String(metricsPort ?? freePort())])
         workers.append(process)
         try await process.waitForOutput("amqp connected")
         try await process.waitForOutput("worker publisher")

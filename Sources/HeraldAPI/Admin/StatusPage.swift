@@ -157,7 +157,7 @@ struct StatusPage: Sendable {
     }
 
     func probeWorker(_ type: JobType) async -> String {
-        guard let settings = configuration.workers.settings(for: type) else { return "-" }
+        let settings = configuration.workers.settings(for: type)
         let url = "http://\(configuration.http.metricsHost):\(settings.metricsPort)/readyz"
         guard let response = try? await probe.perform(CurlHTTPRequest(method: "GET", url: url, headers: [], body: nil, timeout: .seconds(1))) else {
             return "no answer"

@@ -17,6 +17,7 @@ struct IdentityToolkitRoutes: Sendable {
     let accounts: Accounts
     let mfa: PhoneMFA
     let apple: AppleSignIn
+    let revocation: AppleTokenRevocation
     let admin: AdminAuthorization
     /// How long a request body may take to arrive (`http.idleTimeout`).
     let idleTimeout: TimeAmount
@@ -52,6 +53,9 @@ struct IdentityToolkitRoutes: Sendable {
                 let project = try resolver.project(for: request)
                 return JSONWire.response(RecaptchaConfig(project: project))
             }
+        }
+        for path in ["/identitytoolkit.googleapis.com/v2/accounts:revokeToken", "/v2/accounts:revokeToken"] {
+            router.post(RouterPath(path)) { request, context in try await handleV2(operation: "accounts:revokeToken", request, context) }
         }
         for prefix in ["/identitytoolkit.googleapis.com/v2/accounts", "/v2/accounts"] {
             router.post(RouterPath(prefix + "/:operation")) { request, context in
@@ -134,7 +138,7 @@ struct IdentityToolkitRoutes: Sendable {
         }
     }
 
-    /// v2: phone second factors.
+    /// v2: phone second factors and token revocation.
     func handleV2(operation: String, _ request: Request, _ context: HeraldRequestContext) async throws -> Response {
         let project = try resolver.project(for: request)
         let body = try await body(of: request, context)
@@ -149,6 +153,10 @@ struct IdentityToolkitRoutes: Sendable {
             return JSONWire.response(try await mfa.startSignIn(project: project, body: body, origin: origin(of: request, context, body: body)))
         case "mfaSignIn:finalize":
             return JSONWire.response(try await mfa.finalizeSignIn(project: project, body: body))
+        case "accounts:revokeToken":
+            let origin = origin(of: request, context, body: body)
+            return JSONWire.response(
+                try await revocation.revoke(project: project, body: body, bundleID: origin.bundleID, traceparent: origin.traceparent))
         default:
             throw HeraldError(.notFound)
         }

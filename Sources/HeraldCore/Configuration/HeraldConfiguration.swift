@@ -447,8 +447,8 @@ public struct HeraldConfiguration: Sendable {
         public var push: Worker
         public var apple: Worker
 
-        /// The block of the worker that delivers `type` (nil for types no worker executable consumes).
-        public func settings(for type: JobType) -> Worker? {
+        /// The block of the worker that delivers `type`.
+        public func settings(for type: JobType) -> Worker {
             switch type {
             case .sms: sms
             case .email: email

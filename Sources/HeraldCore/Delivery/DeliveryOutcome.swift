@@ -79,9 +79,15 @@ public enum DeliveryClaim: Sendable, Equatable {
 public struct DeliveryReport: Sendable, Equatable {
     public var outcome: DeliveryOutcome
     public var segments: SMSSegments?
+    /// The job a retry (or dead letter, or in-doubt record) carries instead of the one received, when
+    /// the attempt made progress that must not be repeated: an Apple authorization code exchanged for a
+    /// refresh token is spent, so the retry revokes the refresh token instead. Same id, project, type
+    /// and destination.
+    public var continuation: Job?
 
-    public init(_ outcome: DeliveryOutcome, segments: SMSSegments? = nil) {
+    public init(_ outcome: DeliveryOutcome, segments: SMSSegments? = nil, continuation: Job? = nil) {
         self.outcome = outcome
         self.segments = segments
+        self.continuation = continuation
     }
 }

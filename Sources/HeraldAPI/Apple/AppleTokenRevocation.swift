@@ -1,0 +1,88 @@
+import Foundation
+import HeraldCore
+import Logging
+import Metrics
+
+/// `POST /v2/accounts:revokeToken` for Apple, as the iOS SDK calls it before deleting an account
+/// (`Auth.revokeToken(withAuthorizationCode:)`): `{providerId: "apple.com", tokenType: "CODE" | 3,
+/// token: <authorization code>, idToken, redirectUri?}`. The signed-in user's code is sealed into an
+/// `apple` job for herald-apple-worker, and the answer (`{}`) comes once the broker confirmed it.
+///
+/// The code is exchanged under the project's first `clientIds` entry unless the request says which:
+/// the `clientId` field (a Herald extension), else the `X-Ios-Bundle-Identifier` header the iOS SDK
+/// sends, when either is one of `clientIds`. A refresh token (`tokenType: REFRESH_TOKEN` or 1) is
+/// revoked directly.
+struct AppleTokenRevocation: Sendable {
+    let store: any DeliveryLedger
+    let publisher: any JobPublisher
+    let signedIn: SignedInUser
+    let keys: HeraldKeys
+    let clock: any WallClock
+    let logger: Logger
+
+    /// Authorization codes live five minutes at Apple; a job older than that could only fail.
+    static let codeLifetime: TimeInterval = 300
+    /// A refresh token does not expire by itself: its job is retried for a week.
+    static let refreshTokenLifetime: TimeInterval = 7 * 86_400
+
+    func revoke(project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, traceparent: TraceParent) async throws -> [String: String] {
+        if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
+        guard body.string("providerId") == AppleSignIn.providerID else {
+            throw HeraldError(.invalidProviderID, "Only apple.com tokens can be revoked.")
+        }
+        let isCode: Bool
+        switch body.string("tokenType") {
+        case "CODE", "3": isCode = true
+        case "REFRESH_TOKEN", "1": isCode = false
+        default: throw HeraldError(.invalidArgument, "tokenType must be CODE (3) or REFRESH_TOKEN (1).")
+        }
+        guard let token = body.string("token") else { throw HeraldError(.invalidArgument, "token is required.") }
+        guard token.utf8.count <= 4096 else { throw HeraldError(.invalidArgument, "token is too long.") }
+        guard project.apple.enabled, project.apple.canRevoke else { throw HeraldError(.operationNotAllowed) }
+        let user = try await signedIn.resolve(body.string("idToken"), project: project).user
+        let clientID: String
+        if let named = body.string("clientId") {
+            guard project.apple.clientIds.contains(named) else { throw HeraldError(.invalidArgument, "clientId is not one of the project's.") }
+            clientID = named
+        } else if let bundleID, project.apple.clientIds.contains(bundleID) {
+            clientID = bundleID
+        } else {
+            clientID = project.apple.clientIds[0]
+        }
+        let redirectURI = body.string("redirectUri")
+        if let redirectURI {
+            guard let url = URLComponents(string: redirectURI), url.scheme == "https", url.host?.isEmpty == false else {
+                throw HeraldError(.invalidArgument, "redirectUri must be an https URL.")
+            }
+        }
+
+        let now = clock.now
+        let jobID = SecureRandom.uuidV7(at: now)
+        let sealed = Sealer(key: keys.sealing).seal(token, jobID: jobID, destination: user.localID)
+        let job = Job(
+            id: jobID, project: project.id, createdAt: now,
+            expiresAt: now.addingTimeInterval(isCode ? Self.codeLifetime : Self.refreshTokenLifetime),
+            payload: .apple(
+                AppleMessage(
+                    user: user.localID, clientId: clientID, redirectUri: redirectURI,
+                    params: [isCode ? "authorizationCodeSealed" : "refreshTokenSealed": sealed])))
+        try await store.recordPending(jobID: jobID, projectID: project.id, type: .apple, destination: user.localID, now: now)
+        do {
+            try await publisher.publish(job, traceparent: traceparent)
+        } catch {
+            try? await store.recordDelivery(jobID: jobID, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
+            logger.error(
+                "Apple revocation job not confirmed by the broker",
+                metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "error": .string("\(error)")])
+            throw HeraldError(.unavailable, "The revocation could not be queued. Try again later.", retryAfter: .seconds(5))
+        }
+        Counter(label: "herald_api_apple_revocations_total", dimensions: [("project", project.id)]).increment()
+        logger.info(
+            "Apple token revocation queued",
+            metadata: [
+                "project": .string(project.id), "user": .string(user.localID), "job.id": .string(jobID.uuidString.lowercased()),
+                "client": .string(clientID), "traceparent": .string(traceparent.description),
+            ])
+        return [:]
+    }
+}
