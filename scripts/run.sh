@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make run`: broker, build, then herald-api, herald-sms-worker, herald-email-worker and herald-push-worker in
+# `make run`: broker, build, then herald-api and the sms, email, push and apple workers in
 # the foreground with config/herald.yaml (devMode, console providers). Ctrl-C stops what this script started, only that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +27,7 @@ trap cleanup INT TERM EXIT
 "$BIN/herald-sms-worker" --config "$CONFIG" & pids+=($!)
 "$BIN/herald-email-worker" --config "$CONFIG" & pids+=($!)
 "$BIN/herald-push-worker" --config "$CONFIG" & pids+=($!)
+"$BIN/herald-apple-worker" --config "$CONFIG" & pids+=($!)
 
 cat <<MSG
 
@@ -35,6 +36,7 @@ Herald is running (Ctrl-C stops it):
   sms worker     http://127.0.0.1:9101/metrics   (console provider: SMS texts appear below)
   email worker   http://127.0.0.1:9102/metrics   (console provider: sign-in mails appear below)
   push worker    http://127.0.0.1:9103/metrics   (console provider: silent pushes appear below)
+  apple worker   http://127.0.0.1:9104/metrics   (Sign in with Apple token revocation; idle until a project enables it)
 
 Try:
   curl -s -X POST 'http://127.0.0.1:9099/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode?key=demo-api-key' \\

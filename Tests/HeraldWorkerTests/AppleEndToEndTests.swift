@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAMQP
 import HeraldCore
 import HeraldStore
 import HeraldTesting
@@ -146,6 +147,44 @@ struct AppleEndToEndTests {
                 #expect(answer.status == 400)
                 #expect(answer.errorMessage?.hasPrefix(expected) == true, "\(body): \(answer.errorMessage ?? "")")
             }
+
+            // With no worker running, the queued job can be read: the published contract, the code sealed.
+            let code = fake.issueCode(clientID: Self.servicesID)
+            let queued = try await stack.client.post(
+                "/v2/accounts:revokeToken", apiKey: TestConfiguration.apiKey,
+                json: [
+                    "providerId": "apple.com", "tokenType": "CODE", "token": code, "idToken": idToken, "clientId": Self.servicesID,
+                    "redirectUri": "https://app.example.com/apple",
+                ])
+            #expect(queued.status == 200, "\(queued.errorMessage ?? "")")
+            let jobs = try await TestBroker.drain(stack.topology.workQueue(.apple), using: stack.admin)
+            try #require(jobs.count == 1)
+            let body = String(decoding: jobs[0].body, as: UTF8.self)
+            #expect(body.contains(code) == false, "the code travels sealed")
+            let job = try JobCodec.decode(jobs[0].body)
+            guard case .apple(let message) = job.payload else { throw TestFailure("not an apple job") }
+            #expect(message.clientId == Self.servicesID && message.redirectUri == "https://app.example.com/apple")
+            #expect(message.user == signedIn.string("localId"))
+            let opened = try Sealer(key: stack.keys.sealing).open(
+                message.params["authorizationCodeSealed"] ?? "", jobID: job.id, destination: message.user)
+            #expect(opened == code)
+            #expect(job.expiresAt.timeIntervalSince(job.createdAt) == 300, "a code lives five minutes")
+            var headers: [String: Any] = [:]
+            for (name, value) in jobs[0].headers {
+                switch value {
+                case .string(let text): headers[name] = text
+                case .int(let number): headers[name] = number
+                default: break
+                }
+            }
+            let line = String(
+                decoding: try JSONSerialization.data(withJSONObject: ["type": "apple", "headers": headers, "body": body]), as: UTF8.self)
+            let file = stack.settings.stateDir + "/apple.jsonl"
+            try line.write(toFile: file, atomically: true, encoding: .utf8)
+            let validator = TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/validate_jobs.py").path
+            let asyncapi = TestConfiguration.repositoryRoot.appendingPathComponent("deploy/asyncapi.yaml").path
+            let report = try await shell("\(shellQuoted(SMTPSink.python)) \(shellQuoted(validator)) \(shellQuoted(asyncapi)) \(shellQuoted(file))")
+            #expect(report.contains("validated 1 messages, 0 problems"), "\(report)")
         }
     }
 

@@ -40,7 +40,11 @@ struct DeployKitTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let units = try FileManager.default.contentsOfDirectory(atPath: Self.deploy + "/systemd").sorted()
-        #expect(units == ["herald-api.service", "herald-email-worker.service", "herald-push-worker.service", "herald-sms-worker@.service"])
+        #expect(
+            units == [
+                "herald-api.service", "herald-apple-worker.service", "herald-email-worker.service", "herald-push-worker.service",
+                "herald-sms-worker@.service",
+            ])
         for unit in units {
             let text = try Self.text("systemd/" + unit)
             for line in [
@@ -155,7 +159,8 @@ struct DeployKitTests {
         }
 
         let deployments = of("Deployment")
-        #expect(Set(deployments.map(name)) == ["herald-api", "herald-sms-worker", "herald-email-worker", "herald-push-worker"])
+        #expect(
+            Set(deployments.map(name)) == ["herald-api", "herald-sms-worker", "herald-email-worker", "herald-push-worker", "herald-apple-worker"])
         var podLabels: [String: [String: String]] = [:]
         for deployment in deployments {
             let labels = try #require(path(deployment, "spec", "template", "metadata", "labels") as? [String: String])
@@ -213,8 +218,8 @@ struct DeployKitTests {
     func docker() throws {
         let compose = try #require(try Yams.load(yaml: try Self.text("docker/docker-compose.yml")) as? [String: Any])
         let services = try #require(compose["services"] as? [String: Any])
-        #expect(Set(services.keys) == ["api", "sms-worker", "email-worker", "push-worker", "rabbitmq", "postgres"])
-        for worker in ["api", "sms-worker", "email-worker", "push-worker"] {
+        #expect(Set(services.keys) == ["api", "sms-worker", "email-worker", "push-worker", "apple-worker", "rabbitmq", "postgres"])
+        for worker in ["api", "sms-worker", "email-worker", "push-worker", "apple-worker"] {
             let service = try #require(services[worker] as? [String: Any])
             #expect((service["command"] as? [String])?.first == "herald-\(worker == "api" ? "api" : worker)", "\(worker)")
         }

@@ -98,7 +98,9 @@ struct ProcessRobustnessTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var lines: Set<String> = []
-        for executable in ["herald-api", "herald-sms-worker", "herald-email-worker", "herald-push-worker", "herald-admin", "herald-bench"] {
+        for executable in [
+            "herald-api", "herald-sms-worker", "herald-email-worker", "herald-push-worker", "herald-apple-worker", "herald-admin", "herald-bench",
+        ] {
             let process = try HeraldProcess(executable, arguments: ["--version"], logDirectory: directory)
             #expect(await process.waitForExit(timeout: .seconds(20)) == 0, "\(executable)")
             let line = process.output.trimmingCharacters(in: .whitespacesAndNewlines)

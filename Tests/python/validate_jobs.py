@@ -12,7 +12,7 @@ import yaml
 def main():
     document = yaml.safe_load(open(sys.argv[1]))
     root = {"components": document["components"]}
-    names = {"sms": "SmsJob", "email": "EmailJob", "push": "PushJob"}
+    names = {"sms": "SmsJob", "email": "EmailJob", "push": "PushJob", "apple": "AppleJob"}
     problems = 0
     count = 0
     for line in open(sys.argv[2]):
