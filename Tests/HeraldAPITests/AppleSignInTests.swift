@@ -332,6 +332,37 @@ struct AppleSignInTests {
         }
     }
 
+    @Test("pre-hijacking through Apple: an Apple account claiming an address unverified loses it, and its link, to the owner's email link")
+    func appleAccountLosesUnprovenAddress() async throws {
+        let fake = try await FakeApple.start(clientIDs: [Self.bundleID])
+        defer { Task { await fake.stop() } }
+        let harness = try Self.harness(fake)
+        try await harness.run { client, admin in
+            let nonce = Self.nonce()
+            let attacker = try await Self.signIn(
+                client,
+                token: fake.identityToken(
+                    subject: "001.attacker", audience: Self.bundleID, rawNonce: nonce, email: "victim@example.com", emailVerified: "false"),
+                nonce: nonce)
+            #expect(attacker.status == 200, "\(attacker.errorMessage ?? "")")
+            #expect(attacker.json["emailVerified"] as? Bool == false)
+            let accountID = try #require(attacker.string("localId"))
+
+            // The owner proves the address: the account becomes theirs, the Apple link and its sessions are gone.
+            let owner = try await SecurityTests.emailSignIn("victim@example.com", harness: harness, client: client, admin: admin)
+            #expect(owner.string("localId") == accountID)
+            let oldSession = try await SecurityTests.lookup(client, try #require(attacker.string("idToken")))
+            #expect(oldSession.errorMessage == "TOKEN_EXPIRED")
+            let ownerToken = try #require(owner.string("idToken"))
+            let providers = ((try await SecurityTests.lookup(client, ownerToken)).json["users"] as? [[String: Any]])?.first?["providerUserInfo"]
+            #expect((providers as? [[String: Any]])?.contains { $0["providerId"] as? String == "apple.com" } == false)
+            let again = Self.nonce()
+            let attackerAgain = try await Self.signIn(
+                client, token: fake.identityToken(subject: "001.attacker", audience: Self.bundleID, rawNonce: again), nonce: again)
+            #expect(attackerAgain.string("localId") != accountID, "the Apple account now signs in to a new user of its own")
+        }
+    }
+
     @Test("a user with a phone second factor gets mfaPendingCredential instead of tokens")
     func secondFactor() async throws {
         let fake = try await FakeApple.start(clientIDs: [Self.bundleID])

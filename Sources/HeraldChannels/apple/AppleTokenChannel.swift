@@ -83,7 +83,8 @@ public struct AppleTokenChannel: Sendable {
             let response = try await client.perform(request)
             if response.status == 200 { return .success(response.body) }
             let error = ((try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any])?["error"] as? String
-            let label = error.map { String($0.prefix(40).filter { $0.isLetter || $0 == "_" }) } ?? "http_\(response.status)"
+            let named = error.map { String($0.prefix(40).filter { $0.isLetter || $0 == "_" }) } ?? ""
+            let label = named.isEmpty ? "http_\(response.status)" : named
             switch response.status {
             case 429, 500..<600:
                 return .failure(
