@@ -110,6 +110,30 @@ struct SignInCompletion: Sendable {
     }
 }
 
+/// A first-factor sign-in answer (phone, email link, Apple): tokens, or the second-factor challenge.
+protocol FirstFactorAnswer {
+    var idToken: String? { get set }
+    var refreshToken: String? { get set }
+    var expiresIn: String? { get set }
+    var mfaPendingCredential: String? { get set }
+    var mfaInfo: [SignInCompletion.MFAInfo]? { get set }
+}
+
+extension FirstFactorAnswer {
+    /// Fills in what the sign-in ended with.
+    mutating func take(_ outcome: SignInCompletion.Outcome) {
+        switch outcome {
+        case .signedIn(let session):
+            idToken = session.idToken
+            refreshToken = session.refreshToken
+            expiresIn = session.expiresIn
+        case .secondFactorRequired(let pending, let factors):
+            mfaPendingCredential = pending
+            mfaInfo = factors
+        }
+    }
+}
+
 /// How a refresh token remembers the sign-in it continues: the first-factor provider, and the second
 /// factor when one was passed (`password|mfa:<enrollmentId>`), so refreshed ID tokens keep both.
 struct RefreshProvider: Equatable {

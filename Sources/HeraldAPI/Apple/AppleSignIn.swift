@@ -23,7 +23,7 @@ struct AppleSignIn: Sendable {
     static let pendingTTL: TimeInterval = 3600
 
     /// `VerifyAssertionResponse`.
-    struct Answer: Encodable {
+    struct Answer: Encodable, FirstFactorAnswer {
         var kind = "identitytoolkit#VerifyAssertionResponse"
         var providerId = AppleSignIn.providerID
         var federatedId: String
@@ -146,15 +146,7 @@ struct AppleSignIn: Sendable {
                 "project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(answer.isNewUser ?? false),
                 "linked": .stringConvertible(linking != nil),
             ])
-        switch try await completion.complete(user, provider: Self.providerID) {
-        case .signedIn(let session):
-            answer.idToken = session.idToken
-            answer.refreshToken = session.refreshToken
-            answer.expiresIn = session.expiresIn
-        case .secondFactorRequired(let pending, let factors):
-            answer.mfaPendingCredential = pending
-            answer.mfaInfo = factors
-        }
+        answer.take(try await completion.complete(user, provider: Self.providerID))
         return answer
     }
 

@@ -123,7 +123,7 @@ struct EmailLinkSignIn: Sendable {
     }
 
     /// `EmailLinkSigninResponse`, or the second-factor challenge.
-    struct SignedIn: Encodable {
+    struct SignedIn: Encodable, FirstFactorAnswer {
         var kind = "identitytoolkit#EmailLinkSigninResponse"
         var email: String
         var localId: String
@@ -168,15 +168,7 @@ struct EmailLinkSignIn: Sendable {
                 "linked": .stringConvertible(linking != nil),
             ])
         var answer = SignedIn(email: record.email, localId: user.localID, isNewUser: created)
-        switch try await completion.complete(user, provider: "password") {
-        case .signedIn(let session):
-            answer.idToken = session.idToken
-            answer.refreshToken = session.refreshToken
-            answer.expiresIn = session.expiresIn
-        case .secondFactorRequired(let pending, let factors):
-            answer.mfaPendingCredential = pending
-            answer.mfaInfo = factors
-        }
+        answer.take(try await completion.complete(user, provider: "password"))
         return answer
     }
 

@@ -22,7 +22,7 @@ struct PhoneSignIn: Sendable {
     var sealer: Sealer { Sealer(key: keys.sealing) }
 
     /// What a successful sign-in returns (tokens, or the second-factor challenge for an enrolled user).
-    struct SignedIn: Encodable {
+    struct SignedIn: Encodable, FirstFactorAnswer {
         var idToken: String?
         var refreshToken: String?
         var expiresIn: String?
@@ -163,15 +163,7 @@ struct PhoneSignIn: Sendable {
         logger.info(
             "phone sign-in", metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created)])
         var answer = SignedIn(localId: user.localID, isNewUser: created, phoneNumber: session.phoneNumber)
-        switch try await completion.complete(user, provider: "phone") {
-        case .signedIn(let tokens):
-            answer.idToken = tokens.idToken
-            answer.refreshToken = tokens.refreshToken
-            answer.expiresIn = tokens.expiresIn
-        case .secondFactorRequired(let pending, let factors):
-            answer.mfaPendingCredential = pending
-            answer.mfaInfo = factors
-        }
+        answer.take(try await completion.complete(user, provider: "phone"))
         return answer
     }
 
