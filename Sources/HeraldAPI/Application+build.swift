@@ -86,10 +86,12 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
         captcha: CaptchaVerifier(client: curl, logger: logger), clock: dependencies.clock, logger: logger)
     let completion = SignInCompletion(store: dependencies.store, tokens: dependencies.tokens, keys: dependencies.keys, clock: dependencies.clock)
-    let signedIn = SignedInUser(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
+    let signedIn = SignedInUser(
+        store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock, recentLogin: configuration.tokens.recentLogin)
     let phone = PhoneSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, tokens: dependencies.tokens,
-        limits: configuration.limits, verifier: verifier, completion: completion, devMode: configuration.devMode, clock: dependencies.clock,
+        limits: configuration.limits, verifier: verifier, completion: completion, signedIn: signedIn, devMode: configuration.devMode,
+        clock: dependencies.clock,
         logger: logger)
     let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
     let emailLink = EmailLinkSignIn(

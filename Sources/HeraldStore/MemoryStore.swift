@@ -142,6 +142,12 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
+    public func hasSecondFactor(projectID: String, phoneNumber: String) async throws -> Bool {
+        state.withLock { state in
+            state.users[projectID]?.values.contains { $0.phoneNumber == phoneNumber && $0.mfaEnrollments.isEmpty == false } ?? false
+        }
+    }
+
     public func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount? {
         state.withLock { state in
             state.users[projectID]?.values.first { user in

@@ -72,6 +72,17 @@ extension SQLStore {
         }
     }
 
+    public func hasSecondFactor(projectID: String, phoneNumber: String) async throws -> Bool {
+        try await run { db in
+            try db.query(
+                """
+                SELECT 1 FROM users u JOIN mfa_enrollments m ON m.project_id = u.project_id AND m.local_id = u.local_id
+                WHERE u.project_id = ? AND u.phone_number = ? LIMIT 1
+                """, [.text(projectID), .text(phoneNumber)]
+            ).isEmpty == false
+        }
+    }
+
     public func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount? {
         try await oneUser(
             projectID: projectID,

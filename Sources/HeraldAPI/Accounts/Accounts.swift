@@ -106,7 +106,7 @@ struct Accounts: Sendable {
             guard let id = body.string("localId") else { throw HeraldError(.missingLocalID) }
             localID = id
         } else {
-            localID = try await signedIn.resolve(body.string("idToken"), project: project).user.localID
+            localID = try await signedIn.resolveRecent(body.string("idToken"), project: project).user.localID
         }
         guard try await store.deleteUser(projectID: project.id, localID: localID) else { throw HeraldError(.userNotFound) }
         logger.info(
@@ -145,6 +145,10 @@ struct Accounts: Sendable {
             (user, caller) = try await signedIn.resolve(body.string("idToken"), project: project)
             for adminOnly in ["phoneNumber", "emailVerified", "disableUser", "validSince", "customAttributes"] where body.contains(adminOnly) {
                 throw HeraldError(.insufficientPermission)
+            }
+            // How the account signs in may change only right after a sign-in (Firebase's recent-login rule).
+            if let caller, body.contains("email") || body.contains("password") || body.strings("deleteProvider").isEmpty == false {
+                try signedIn.requireRecent(caller)
             }
         }
         // Any change to how the account signs in revokes its earlier sessions (as Firebase does); the

@@ -8,6 +8,8 @@ struct SignedInUser: Sendable {
     let store: any AccountStore
     let tokens: TokenIssuer
     let clock: any WallClock
+    /// `tokens.recentLogin`.
+    let recentLogin: Duration
 
     func resolve(_ idToken: String?, project: HeraldConfiguration.Project) async throws -> (user: UserAccount, token: TokenIssuer.Verified) {
         guard let idToken else { throw HeraldError(.missingIDToken) }
@@ -18,6 +20,18 @@ struct SignedInUser: Sendable {
         }
         guard user.disabled == false else { throw HeraldError(.userDisabled) }
         return (user, verified)
+    }
+
+    /// `resolve`, for sensitive changes: the sign-in behind the token must be recent
+    /// (`tokens.recentLogin`), else CREDENTIAL_TOO_OLD_LOGIN_AGAIN and the app re-authenticates.
+    func resolveRecent(_ idToken: String?, project: HeraldConfiguration.Project) async throws -> (user: UserAccount, token: TokenIssuer.Verified) {
+        let resolved = try await resolve(idToken, project: project)
+        try requireRecent(resolved.token)
+        return resolved
+    }
+
+    func requireRecent(_ token: TokenIssuer.Verified) throws(HeraldError) {
+        guard clock.now.timeIntervalSince(token.authTime) <= recentLogin.seconds else { throw HeraldError(.credentialTooOld) }
     }
 }
 

@@ -29,7 +29,7 @@ struct PhoneMFA: Sendable {
     func startEnrollment(project: HeraldConfiguration.Project, body: WireBody, origin: PhoneSignIn.Origin) async throws -> [String: [String: String]]
     {
         try gate(project)
-        let (user, token) = try await signedIn.resolve(body.string("idToken"), project: project)
+        let (user, token) = try await signedIn.resolveRecent(body.string("idToken"), project: project)
         guard token.provider != "phone", token.provider != "anonymous", token.provider != "custom", user.email != nil else {
             throw HeraldError(.unsupportedFirstFactor, "MFA is not available for the given first factor.")
         }
@@ -52,7 +52,7 @@ struct PhoneMFA: Sendable {
     /// Checks the enrollment code and adds the factor; answers tokens that carry it.
     func finalizeEnrollment(project: HeraldConfiguration.Project, body: WireBody) async throws -> Tokens {
         try gate(project)
-        var (user, token) = try await signedIn.resolve(body.string("idToken"), project: project)
+        var (user, token) = try await signedIn.resolveRecent(body.string("idToken"), project: project)
         guard let info = body.object("phoneVerificationInfo") else { throw HeraldError(.invalidArgument, "((Missing phoneVerificationInfo.))") }
         guard let code = info.string("code") else { throw HeraldError(.missingCode) }
         guard let sessionInfo = info.string("sessionInfo") else { throw HeraldError(.missingSessionInfo) }
@@ -81,7 +81,7 @@ struct PhoneMFA: Sendable {
     /// Removes a factor; answers fresh tokens without it.
     func withdraw(project: HeraldConfiguration.Project, body: WireBody) async throws -> Tokens {
         try gate(project)
-        var (user, token) = try await signedIn.resolve(body.string("idToken"), project: project)
+        var (user, token) = try await signedIn.resolveRecent(body.string("idToken"), project: project)
         guard let enrollmentID = body.string("mfaEnrollmentId"),
             try await store.removeMFAEnrollment(projectID: project.id, localID: user.localID, enrollmentID: enrollmentID)
         else { throw HeraldError(.mfaEnrollmentNotFound) }

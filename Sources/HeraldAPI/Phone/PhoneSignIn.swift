@@ -13,6 +13,7 @@ struct PhoneSignIn: Sendable {
     let limits: HeraldConfiguration.Limits
     let verifier: AppVerifier
     let completion: SignInCompletion
+    let signedIn: SignedInUser
     /// devMode keeps each code sealed in its session for the emulator's `verificationCodes`.
     let devMode: Bool
     let clock: any WallClock
@@ -21,17 +22,41 @@ struct PhoneSignIn: Sendable {
     var limiter: RateLimiter { RateLimiter(store: store) }
     var sealer: Sealer { Sealer(key: keys.sealing) }
 
-    /// What a successful sign-in returns (tokens, or the second-factor challenge for an enrolled user).
+    /// What a successful sign-in returns: tokens (or the second-factor challenge); or, when a signed-in
+    /// user tried to link a number another account holds, a `temporaryProof` of the number and no tokens.
     struct SignedIn: Encodable, FirstFactorAnswer {
         var idToken: String?
         var refreshToken: String?
         var expiresIn: String?
-        var localId: String
-        var isNewUser: Bool
+        var localId: String?
+        var isNewUser: Bool?
         var phoneNumber: String
+        var temporaryProof: String?
+        var temporaryProofExpiresIn: String?
         var mfaPendingCredential: String?
         var mfaInfo: [SignInCompletion.MFAInfo]?
     }
+
+    /// `operation` of signInWithPhoneNumber (the iOS SDK always sends it; names or proto numbers).
+    enum Operation: Sendable {
+        case signUpOrIn, reauth, update, link
+
+        init(_ text: String?) throws(HeraldError) {
+            switch text {
+            case nil, "SIGN_UP_OR_IN", "VERIFY_OP_UNSPECIFIED", "0", "1": self = .signUpOrIn
+            case "REAUTH", "2": self = .reauth
+            case "UPDATE", "3": self = .update
+            case "LINK", "4": self = .link
+            default: throw HeraldError(.invalidArgument, "operation must be SIGN_UP_OR_IN, REAUTH, UPDATE or LINK.")
+            }
+        }
+    }
+
+    /// How long a `temporaryProof` can be replayed (Identity Toolkit says "3600").
+    static let temporaryProofTTL: TimeInterval = 3600
+    /// Firebase's refusal for a phone first factor on an account with a phone second factor.
+    static let phoneOnMFAUser = HeraldError(
+        .unsupportedFirstFactor, "A phone number cannot be set as a first factor on an SMS based MFA user.")
 
     /// Where a send request came from, as app verification and limits need it.
     struct Origin {
@@ -49,6 +74,8 @@ struct PhoneSignIn: Sendable {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
         let phone = try Self.parsePhone(body.string("phoneNumber"))
+        // A number that is a user's first factor while the user has an SMS second factor gets no code at all.
+        if try await store.hasSecondFactor(projectID: project.id, phoneNumber: phone.e164) { throw Self.phoneOnMFAUser }
         let verdict = try await verifier.check(
             project: project, body: body, bundleID: origin.bundleID, isTestNumber: project.phone.testNumbers[phone.e164] != nil)
         let now = clock.now
@@ -142,29 +169,116 @@ struct PhoneSignIn: Sendable {
     /// What sessionInfo is sealed to, so a sealed value cannot be moved to another session.
     static func sealingContext(_ sessionID: String) -> String { "session:" + sessionID }
 
-    /// Spends one attempt of the session and, with the right code, signs the number's user in.
+    /// Spends one attempt of the session and, with the right code, signs the number's user in; with an
+    /// `idToken`, links the number to that user (or, as `operation: UPDATE`, replaces its number); with
+    /// `operation: REAUTH`, signs in only the user who holds the number. A `temporaryProof` (from a link
+    /// refused because another account holds the number) stands for a verified session.
     func signIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> SignedIn {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
-        if body.string("temporaryProof") != nil {
-            guard body.string("phoneNumber") != nil else { throw HeraldError(.missingPhoneNumber) }
-            throw HeraldError(.invalidTemporaryProof)
+        let operation = try Operation(body.string("operation"))
+        let phoneNumber: String
+        var caller: (user: UserAccount, token: TokenIssuer.Verified)?
+        if let proof = body.string("temporaryProof") {
+            guard let claimed = body.string("phoneNumber") else { throw HeraldError(.missingPhoneNumber) }
+            phoneNumber = try openProof(proof, phoneNumber: claimed, projectID: project.id)
+            // The proof came from a refused link: replaying it into a link is refused the same way.
+            if body.string("idToken") != nil { throw HeraldError(.phoneNumberExists) }
+        } else {
+            guard let sessionInfo = body.string("sessionInfo") else { throw HeraldError(.missingSessionInfo) }
+            guard let code = body.string("code") else { throw HeraldError(.missingCode) }
+            guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
+            // The caller is checked before the code is spent, so a stale token does not burn an attempt.
+            if let idToken = body.string("idToken") { caller = try await signedIn.resolve(idToken, project: project) }
+            phoneNumber = try await checkCode(project: project, sessionInfo: sessionInfo, code: code) { $0 == .signIn }.phoneNumber
         }
-        guard let sessionInfo = body.string("sessionInfo") else { throw HeraldError(.missingSessionInfo) }
-        guard let code = body.string("code") else { throw HeraldError(.missingCode) }
-        guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
-        if body.string("idToken") != nil {
-            throw HeraldError(.notImplemented, "Linking a phone number to a signed-in user (idToken) is not supported yet.")
-        }
-        let session = try await checkCode(project: project, sessionInfo: sessionInfo, code: code) { $0 == .signIn }
+        if let caller { return try await link(phoneNumber, to: caller, operation: operation, project: project) }
+
         let now = clock.now
-        let (user, created) = try await store.findOrCreateUser(projectID: project.id, phoneNumber: session.phoneNumber, now: now)
+        let user: UserAccount
+        let created: Bool
+        if operation == .reauth {
+            // Re-authentication proves the number again for its own user; it never creates one.
+            guard var holder = try await store.user(projectID: project.id, phoneNumber: phoneNumber) else { throw HeraldError(.userNotFound) }
+            holder.lastLoginAt = now
+            try await store.updateUser(holder)
+            (user, created) = (holder, false)
+        } else {
+            (user, created) = try await store.findOrCreateUser(projectID: project.id, phoneNumber: phoneNumber, now: now)
+        }
         guard user.disabled == false else { throw HeraldError(.userDisabled) }
+        guard user.mfaEnrollments.isEmpty else { throw Self.phoneOnMFAUser }
         Counter(label: "herald_api_sign_ins_total", dimensions: [("project", project.id), ("outcome", "ok")]).increment()
         logger.info(
-            "phone sign-in", metadata: ["project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created)])
-        var answer = SignedIn(localId: user.localID, isNewUser: created, phoneNumber: session.phoneNumber)
+            "phone sign-in",
+            metadata: [
+                "project": .string(project.id), "user": .string(user.localID), "new": .stringConvertible(created),
+                "reauth": .stringConvertible(operation == .reauth),
+            ])
+        var answer = SignedIn(localId: user.localID, isNewUser: created, phoneNumber: phoneNumber)
         answer.take(try await completion.complete(user, provider: "phone"))
         return answer
+    }
+
+    /// Links a verified number to the signed-in caller, or replaces the caller's number (`UPDATE`, a
+    /// sensitive change: it needs a recent sign-in). Another account holding the number gets the caller
+    /// a `temporaryProof` instead of tokens, which iOS turns into credentialAlreadyInUse: the app can
+    /// sign in to that account with it.
+    private func link(
+        _ phoneNumber: String, to caller: (user: UserAccount, token: TokenIssuer.Verified), operation: Operation,
+        project: HeraldConfiguration.Project
+    ) async throws -> SignedIn {
+        var user = caller.user
+        func refused() -> SignedIn {
+            logger.info("phone link refused: another account holds the number", metadata: ["project": .string(project.id)])
+            return SignedIn(
+                phoneNumber: phoneNumber, temporaryProof: proof(for: phoneNumber, projectID: project.id),
+                temporaryProofExpiresIn: String(Int(Self.temporaryProofTTL)))
+        }
+        if let holder = try await store.user(projectID: project.id, phoneNumber: phoneNumber), holder.localID != user.localID {
+            return refused()
+        }
+        let replaces = user.phoneNumber != nil && user.phoneNumber != phoneNumber
+        if replaces {
+            if operation == .link { throw HeraldError(.providerAlreadyLinked) }
+            try signedIn.requireRecent(caller.token)
+            completion.revokeEarlierSessions(of: &user)
+        }
+        user.phoneNumber = phoneNumber
+        do {
+            try await store.updateUser(user)
+        } catch AccountConflict.phoneNumberExists {
+            return refused()
+        }
+        logger.info(
+            replaces ? "phone number changed" : "phone number linked", metadata: ["project": .string(project.id), "user": .string(user.localID)])
+        let secondFactor = caller.token.secondFactor.flatMap { id in user.mfaEnrollments.first { $0.enrollmentID == id } }
+        let session = try await completion.session(for: user, provider: caller.token.provider, secondFactor: secondFactor)
+        return SignedIn(
+            idToken: session.idToken, refreshToken: session.refreshToken, expiresIn: session.expiresIn, localId: user.localID, isNewUser: false,
+            phoneNumber: phoneNumber)
+    }
+
+    /// What a temporary proof carries: the verified number, its project, its expiry.
+    struct Proof: Codable {
+        var projectId: String
+        var phoneNumber: String
+        var expiresAt: Double
+    }
+
+    func proof(for phoneNumber: String, projectID: String) -> String {
+        let proof = Proof(
+            projectId: projectID, phoneNumber: phoneNumber, expiresAt: clock.now.addingTimeInterval(Self.temporaryProofTTL).timeIntervalSince1970)
+        // Three plain fields: encoding cannot fail.
+        return sealer.seal(String(decoding: try! JSONEncoder().encode(proof), as: UTF8.self), context: "phone-proof")
+    }
+
+    /// The number a proof verified, when it is `phoneNumber` (in any format), of this project, unexpired.
+    func openProof(_ proof: String, phoneNumber: String, projectID: String) throws(HeraldError) -> String {
+        guard let json = try? sealer.open(proof, context: "phone-proof"),
+            let opened = try? JSONDecoder().decode(Proof.self, from: Data(json.utf8)), opened.projectId == projectID,
+            Date(timeIntervalSince1970: opened.expiresAt) > clock.now, (try? Self.parsePhone(phoneNumber))?.e164 == opened.phoneNumber
+        else { throw HeraldError(.invalidTemporaryProof) }
+        return opened.phoneNumber
     }
 
     /// Spends one check attempt of the session and, with the right code, consumes it. A session made for

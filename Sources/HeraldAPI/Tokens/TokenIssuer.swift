@@ -77,6 +77,8 @@ public struct TokenIssuer: Sendable {
         public var projectID: String
         public var localID: String
         public var issuedAt: Date
+        /// When the user last signed in with a credential (refreshes keep it).
+        public var authTime: Date
         public var provider: String
         public var secondFactor: String?
     }
@@ -94,7 +96,8 @@ public struct TokenIssuer: Sendable {
         guard claims.aud.value.contains(projectID) else { throw HeraldError(.invalidIDToken) }
         guard claims.exp.value > now else { throw HeraldError(.tokenExpired) }
         return Verified(
-            projectID: projectID, localID: claims.sub.value, issuedAt: claims.iat.value, provider: claims.firebase.sign_in_provider,
+            projectID: projectID, localID: claims.sub.value, issuedAt: claims.iat.value,
+            authTime: Date(timeIntervalSince1970: Double(claims.auth_time)), provider: claims.firebase.sign_in_provider,
             secondFactor: claims.firebase.second_factor_identifier)
     }
 

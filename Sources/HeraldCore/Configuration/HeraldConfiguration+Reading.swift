@@ -128,7 +128,8 @@ extension HeraldConfiguration {
         let tokens = try root.section("tokens")
         self.tokens = Tokens(
             signingKeyFile: try tokens.optionalString("signingKeyFile"),
-            idTokenTTL: try tokens.duration("idTokenTTL", default: .seconds(3600), in: .seconds(60) ... .seconds(86_400)))
+            idTokenTTL: try tokens.duration("idTokenTTL", default: .seconds(3600), in: .seconds(60) ... .seconds(86_400)),
+            recentLogin: try tokens.duration("recentLogin", default: .seconds(300), in: .seconds(10) ... .seconds(30 * 86_400)))
         try tokens.finish()
 
         self.devMode = try root.bool("devMode", default: false)

@@ -132,6 +132,9 @@ public struct HeraldConfiguration: Sendable {
         /// PEM RSA private key for RS256 ID tokens; nil = generate once into `state.dir`.
         public var signingKeyFile: String?
         public var idTokenTTL: Duration
+        /// Sensitive changes (delete, email, password, phone, unlink, second factors) need a sign-in this
+        /// recent (the ID token's `auth_time`), else CREDENTIAL_TOO_OLD_LOGIN_AGAIN.
+        public var recentLogin: Duration
     }
 
     /// `logging`.

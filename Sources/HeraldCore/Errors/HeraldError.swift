@@ -88,6 +88,7 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let insufficientPermission = Code(
             "INSUFFICIENT_PERMISSION", http: 403, reason: "forbidden", status: "PERMISSION_DENIED")
         public static let missingIdentifier = Code("MISSING_IDENTIFIER")
+        public static let credentialTooOld = Code("CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
         public static let invalidIdentifier = Code("INVALID_IDENTIFIER")
 
         // Email links.

@@ -219,6 +219,9 @@ public protocol AccountStore: Sendable {
     func user(projectID: String, localID: String) async throws -> UserAccount?
     func user(projectID: String, email: String) async throws -> UserAccount?
     func user(projectID: String, phoneNumber: String) async throws -> UserAccount?
+    /// True when the user whose first factor is `phoneNumber` has a second factor enrolled (such a
+    /// number gets no sign-in code: UNSUPPORTED_FIRST_FACTOR). One indexed read on the send path.
+    func hasSecondFactor(projectID: String, phoneNumber: String) async throws -> Bool
     /// The user an identity-provider account is linked to.
     func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount?
     /// Up to `limit` users with localId after `after`, in localId order (admin batchGet paging).
