@@ -192,6 +192,10 @@ public enum Migrations {
         ) WITHOUT ROWID;
         CREATE INDEX idp_credentials_expiry ON idp_credentials (expires_at_ms);
         """,
+        // 9: custom claims an admin set (firebase-admin `set_custom_user_claims`), as their JSON object.
+        """
+        ALTER TABLE users ADD COLUMN custom_attributes TEXT;
+        """,
     ]
 
     /// The same steps for PostgreSQL, derived so the two schemas cannot drift: SQLite's INTEGER, REAL

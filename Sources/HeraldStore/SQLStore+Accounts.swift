@@ -6,7 +6,7 @@ import HeraldCore
 /// cannot both succeed.
 extension SQLStore {
     static let userColumns =
-        "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled, email, email_verified, password_hash, display_name, email_link_signin"
+        "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled, email, email_verified, password_hash, display_name, email_link_signin, custom_attributes"
 
     public func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool) {
         let candidate = SecureRandom.alphanumeric(28)
@@ -96,7 +96,7 @@ extension SQLStore {
                 try db.transaction {
                     try db.query(
                         """
-                        INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, Self.bindings(user))
                     for identity in user.identities {
                         guard try Self.insertIdentity(db, identity, projectID: user.projectID, localID: user.localID) else {
@@ -194,7 +194,7 @@ extension SQLStore {
                 try db.query(
                     """
                     UPDATE users SET phone_number = ?, created_at_ms = ?, last_login_at_ms = ?, valid_since_ms = ?, disabled = ?,
-                      email = ?, email_verified = ?, password_hash = ?, display_name = ?, email_link_signin = ?
+                      email = ?, email_verified = ?, password_hash = ?, display_name = ?, email_link_signin = ?, custom_attributes = ?
                     WHERE project_id = ? AND local_id = ?
                     """, values)
             } catch let error as StoreError {
@@ -273,7 +273,7 @@ extension SQLStore {
             user.validSince.map { .integer($0.millisecondsSince1970) } ?? .null, .integer(user.disabled ? 1 : 0),
             user.email.map { .text($0.lowercased()) } ?? .null, .integer(user.emailVerified ? 1 : 0),
             user.passwordHash.map(SQLValue.text) ?? .null, user.displayName.map(SQLValue.text) ?? .null,
-            .integer(user.emailLinkSignin ? 1 : 0),
+            .integer(user.emailLinkSignin ? 1 : 0), user.customAttributes.map(SQLValue.text) ?? .null,
         ]
     }
 
@@ -293,7 +293,7 @@ extension SQLStore {
     }
 
     static func user(_ row: [SQLValue]) throws -> UserAccount {
-        guard row.count == 12, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
+        guard row.count == 13, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
             let lastLogin = row[4].int
         else { throw StoreError(.failed, "malformed users row") }
         return UserAccount(
@@ -301,7 +301,7 @@ extension SQLStore {
             emailVerified: (row[8].int ?? 0) != 0, passwordHash: row[9].string, displayName: row[10].string,
             emailLinkSignin: (row[11].int ?? 0) != 0, createdAt: .init(milliseconds: created),
             lastLoginAt: .init(milliseconds: lastLogin), validSince: row[5].int.map(Date.init(milliseconds:)),
-            disabled: row[6].int.map { $0 != 0 } ?? false)
+            disabled: row[6].int.map { $0 != 0 } ?? false, customAttributes: row[12].string)
     }
 }
 

@@ -259,7 +259,7 @@ struct EmailEndToEndTests {
     }
 
     @Test(
-        "firebase-admin (Python) with FIREBASE_AUTH_EMULATOR_HOST: create, get by uid/email/phone, list, email link that signs in, delete",
+        "firebase-admin (Python) with FIREBASE_AUTH_EMULATOR_HOST: create, get by uid/email/phone, list, email link that signs in, custom claims in verified tokens, delete",
         arguments: TestStore.allCases)
     func firebaseAdmin(_ store: TestStore) async throws {
         // firebase-admin's emulator mode always sends `Bearer owner`, which only devMode accepts.
@@ -307,6 +307,20 @@ struct EmailEndToEndTests {
             #expect(byUid["emailVerified"] as? Bool == true)
             #expect(byUid["phone"] is NSNull)
             #expect(after["byPhone"] is NSNull)
+
+            // Custom claims: stored, shown on the record, and in every ID token issued after (a refresh too).
+            let claims = try await admin(["claims", uid, #"{"role":"editor","level":3,"beta":true,"teams":["a","b"]}"#])
+            let stored = try #require(claims["customClaims"] as? [String: Any])
+            #expect(stored["role"] as? String == "editor" && stored["level"] as? Int == 3 && stored["beta"] as? Bool == true)
+            let refreshed = try await stack.client.post(
+                "/securetoken.googleapis.com/v1/token", apiKey: TestConfiguration.apiKey,
+                json: ["grantType": "refresh_token", "refreshToken": try #require(signedIn.string("refreshToken"))])
+            let verified = try await admin(["verify", try #require(refreshed.string("id_token"), "\(refreshed.errorMessage ?? "")")])
+            #expect(verified["role"] as? String == "editor" && verified["level"] as? Int == 3 && verified["beta"] as? Bool == true)
+            #expect(verified["teams"] as? [String] == ["a", "b"])
+            #expect(verified["uid"] as? String == uid)
+            let cleared = try await admin(["claims", uid, "{}"])
+            #expect((cleared["customClaims"] as? [String: Any])?.isEmpty ?? true)
 
             let deleted = try await admin(["delete", uid])
             #expect(deleted["notFoundAfter"] as? Bool == true)

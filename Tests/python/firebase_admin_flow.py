@@ -7,6 +7,8 @@ Steps (each prints one JSON object):
   get UID EMAIL PHONE    get_user, get_user_by_email, get_user_by_phone_number -> the three records (null when not found)
   link EMAIL URL         generate_sign_in_with_email_link(EMAIL, ActionCodeSettings(url=URL)) -> {"link"}
   list                   list_users() -> {"uids"}
+  claims UID JSON        set_custom_user_claims(UID, JSON), then get_user -> {"customClaims"}
+  verify ID_TOKEN        verify_id_token(ID_TOKEN) -> the decoded claims
   delete UID             delete_user, then get_user -> {"deleted": true, "notFoundAfter": true}
 Errors print {"error": <class>, "message": <text>} and exit 1.
 """
@@ -43,6 +45,11 @@ def main():
     elif step == "link":
         settings = auth.ActionCodeSettings(url=args[1], handle_code_in_app=True)
         out = {"link": auth.generate_sign_in_with_email_link(args[0], settings)}
+    elif step == "claims":
+        auth.set_custom_user_claims(args[0], json.loads(args[1]))
+        out = {"customClaims": auth.get_user(args[0]).custom_claims}
+    elif step == "verify":
+        out = auth.verify_id_token(args[0])
     elif step == "list":
         out = {"uids": sorted(u.uid for u in auth.list_users().iterate_all())}
     elif step == "delete":

@@ -130,7 +130,7 @@ struct Accounts: Sendable {
 
     /// The fields SDKs and firebase-admin send: displayName, email, password, deleteAttribute[],
     /// deleteProvider[] (`phone`, `password`, `apple.com`); admins also phoneNumber, emailVerified, disableUser,
-    /// validSince (firebase-admin's revoke_refresh_tokens).
+    /// validSince (firebase-admin's revoke_refresh_tokens), customAttributes (set_custom_user_claims).
     func update(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> Updated {
         var user: UserAccount
         var caller: TokenIssuer.Verified?
@@ -213,6 +213,8 @@ struct Accounts: Sendable {
             if let verified = body.bool("emailVerified") { user.emailVerified = verified }
             if let disabled = body.bool("disableUser") { user.disabled = disabled }
             if let seconds = body.string("validSince").flatMap(Double.init) { user.validSince = Date(timeIntervalSince1970: seconds) }
+            // firebase-admin sends the claims as a JSON string; "{}" removes them. Tokens issued from now on carry them.
+            if body.contains("customAttributes") { user.customAttributes = try CustomClaims.validated(body.jsonText("customAttributes") ?? "{}") }
         }
         if credentialsChanged { completion.revokeEarlierSessions(of: &user) }
         do {

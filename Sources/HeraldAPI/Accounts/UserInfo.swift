@@ -27,6 +27,8 @@ struct UserInfo: Encodable, Sendable {
     var disabled: Bool
     var emailLinkSignin: Bool?
     var mfaInfo: [SignInCompletion.MFAInfo]?
+    /// The custom claims as their JSON text, as firebase-admin's `UserRecord.custom_claims` reads them.
+    var customAttributes: String?
 
     init(_ user: UserAccount) {
         localId = user.localID
@@ -55,5 +57,6 @@ struct UserInfo: Encodable, Sendable {
         disabled = user.disabled
         emailLinkSignin = user.emailLinkSignin ? true : nil
         mfaInfo = user.mfaEnrollments.isEmpty ? nil : user.mfaEnrollments.map { SignInCompletion.MFAInfo($0, masked: false) }
+        customAttributes = user.customAttributes
     }
 }

@@ -69,7 +69,8 @@ public struct TokenIssuer: Sendable {
             firebase: .init(
                 identities: identities, sign_in_provider: provider, sign_in_second_factor: secondFactor == nil ? nil : "phone",
                 second_factor_identifier: secondFactor?.enrollmentID))
-        return try await keys.sign(payload, kid: JWKIdentifier(string: keyID))
+        let custom = user.customAttributes.flatMap { try? JSONDecoder().decode([String: ClaimValue].self, from: Data($0.utf8)) } ?? [:]
+        return try await keys.sign(IDTokenPayload(claims: payload, custom: custom), kid: JWKIdentifier(string: keyID))
     }
 
     /// What a verified ID token says.
@@ -134,5 +135,86 @@ struct IDTokenClaims: JWTPayload {
 
     func verify(using algorithm: some JWTAlgorithm) throws {
         try exp.verifyNotExpired()
+    }
+}
+
+/// An ID token as signed: the standard claims, then the user's custom claims (a custom claim named like
+/// a standard one is left out: the standard claim wins).
+struct IDTokenPayload: JWTPayload {
+    var claims: IDTokenClaims
+    var custom: [String: ClaimValue]
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    static let standard: Set<String> = [
+        "iss", "aud", "sub", "iat", "exp", "user_id", "auth_time", "phone_number", "email", "email_verified", "name", "firebase",
+    ]
+
+    func encode(to encoder: any Encoder) throws {
+        try claims.encode(to: encoder)
+        var container = encoder.container(keyedBy: Key.self)
+        for (name, value) in custom where Self.standard.contains(name) == false {
+            try container.encode(value, forKey: Key(stringValue: name))
+        }
+    }
+
+    init(claims: IDTokenClaims, custom: [String: ClaimValue]) {
+        self.claims = claims
+        self.custom = custom
+    }
+
+    init(from decoder: any Decoder) throws {
+        claims = try IDTokenClaims(from: decoder)
+        custom = [:]
+    }
+
+    func verify(using algorithm: some JWTAlgorithm) throws { try claims.verify(using: algorithm) }
+}
+
+/// A JSON value of a custom claim (decoded strictly: `true` stays a boolean, `1` an integer).
+enum ClaimValue: Codable, Sendable {
+    case string(String)
+    case number(Double)
+    case integer(Int64)
+    case bool(Bool)
+    case null
+    case array([ClaimValue])
+    case object([String: ClaimValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Int64.self) {
+            self = .integer(number)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let list = try? container.decode([ClaimValue].self) {
+            self = .array(list)
+        } else {
+            self = .object(try container.decode([String: ClaimValue].self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let text): try container.encode(text)
+        case .number(let number): try container.encode(number)
+        case .integer(let number): try container.encode(number)
+        case .bool(let flag): try container.encode(flag)
+        case .null: try container.encodeNil()
+        case .array(let list): try container.encode(list)
+        case .object(let object): try container.encode(object)
+        }
     }
 }

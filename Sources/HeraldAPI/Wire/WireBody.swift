@@ -68,6 +68,15 @@ struct WireBody {
         (raw(name) as? [String: Any]).map(WireBody.init(fields:))
     }
 
+    /// A JSON object sent as its text (as firebase-admin sends `customAttributes`) or as an object.
+    func jsonText(_ name: String) -> String? {
+        switch raw(name) {
+        case let text as String: return text
+        case let object as [String: Any]: return (try? JSONSerialization.data(withJSONObject: object)).map { String(decoding: $0, as: UTF8.self) }
+        default: return nil
+        }
+    }
+
     /// True when the field is present at all (even empty).
     func contains(_ name: String) -> Bool { raw(name) != nil }
 

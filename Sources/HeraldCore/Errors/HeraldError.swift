@@ -89,6 +89,9 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
             "INSUFFICIENT_PERMISSION", http: 403, reason: "forbidden", status: "PERMISSION_DENIED")
         public static let missingIdentifier = Code("MISSING_IDENTIFIER")
         public static let credentialTooOld = Code("CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        public static let invalidClaims = Code("INVALID_CLAIMS")
+        public static let claimsTooLarge = Code("CLAIMS_TOO_LARGE")
+        public static let forbiddenClaim = Code("FORBIDDEN_CLAIM")
         public static let invalidIdentifier = Code("INVALID_IDENTIFIER")
 
         // Email links.

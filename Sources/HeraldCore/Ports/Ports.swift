@@ -64,13 +64,17 @@ public struct UserAccount: Sendable, Equatable {
     public var mfaEnrollments: [MFAEnrollment]
     /// Identity providers linked to the account (Sign in with Apple), at most one per provider.
     public var identities: [FederatedIdentity]
+    /// Custom claims an admin set, a JSON object (`CustomClaims`); they go into every ID token issued after.
+    public var customAttributes: String?
 
     public init(
         localID: String, projectID: String, phoneNumber: String? = nil, email: String? = nil, emailVerified: Bool = false,
         passwordHash: String? = nil, displayName: String? = nil, emailLinkSignin: Bool = false, createdAt: Date, lastLoginAt: Date,
-        validSince: Date? = nil, disabled: Bool = false, mfaEnrollments: [MFAEnrollment] = [], identities: [FederatedIdentity] = []
+        validSince: Date? = nil, disabled: Bool = false, mfaEnrollments: [MFAEnrollment] = [], identities: [FederatedIdentity] = [],
+        customAttributes: String? = nil
     ) {
         self.identities = identities
+        self.customAttributes = customAttributes
         self.localID = localID
         self.projectID = projectID
         self.phoneNumber = phoneNumber
