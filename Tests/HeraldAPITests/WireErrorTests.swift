@@ -76,6 +76,20 @@ struct WireErrorTests {
             let unknown = try await client.post(Paths.v1 + "doesNotExist", apiKey: key, json: [:])
             #expect(unknown.status == 404)
             #expect(try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/nothing", apiKey: key, json: [:]).status == 404)
+            // Operations Identity Toolkit has and Herald does not serve: 501 naming them, on every path family.
+            for (path, name) in [
+                (Paths.v1 + "signUp", "accounts:signUp"), (Paths.shortV1 + "signInWithPassword", "accounts:signInWithPassword"),
+                (Paths.legacy + "verifyPassword", "accounts:signInWithPassword"), (Paths.legacy + "signupNewUser", "accounts:signUp"),
+                (Paths.v1 + "signInWithCustomToken", "accounts:signInWithCustomToken"), (Paths.v1 + "resetPassword", "accounts:resetPassword"),
+                ("/v2/accounts/passkeySignIn:start", "passkeySignIn:start"),
+            ] {
+                let answer = try await client.post(path, apiKey: key, json: [:])
+                #expect(answer.status == 501, "\(path)")
+                #expect(answer.errorMessage == "NOT_IMPLEMENTED : \(name) is not implemented in Herald.", "\(path)")
+            }
+            let policy = try await client.get("/v2/passwordPolicy?key=\(key)")
+            #expect(policy.status == 501 && policy.errorMessage?.contains("getPasswordPolicy") == true)
+
             let idp = try await client.post(Paths.v1 + "signInWithIdp", apiKey: key, json: [:])
             #expect(idp.status == 400)
             #expect(idp.errorMessage == "MISSING_REQUEST_URI")

@@ -34,7 +34,37 @@ struct IdentityToolkitRoutes: Sendable {
         "setAccountInfo": "accounts:update",
         "deleteAccount": "accounts:delete",
         "verifyClient": "accounts:verifyIosClient",
+        // Served by no release yet (501 with the v1 name).
+        "signupNewUser": "accounts:signUp",
+        "verifyPassword": "accounts:signInWithPassword",
+        "verifyCustomToken": "accounts:signInWithCustomToken",
+        "resetPassword": "accounts:resetPassword",
+        "signInWithGameCenter": "accounts:signInWithGameCenter",
+        "downloadAccount": "accounts:batchGet",
+        "uploadAccount": "accounts:batchCreate",
+        "getProjectConfig": "getProjectConfig",
+        "getRecaptchaParam": "getRecaptchaParam",
+        "getPublicKeys": "getPublicKeys",
+        "setProjectConfig": "setProjectConfig",
+        "signOutUser": "signOutUser",
     ]
+
+    /// Identity Toolkit operations Herald does not serve: 501 NOT_IMPLEMENTED naming the operation, so a
+    /// client sees what is missing (never 404 for an operation that exists). The README lists them.
+    static let unservedOperations: Set<String> = [
+        "accounts:signUp", "accounts:signInWithPassword", "accounts:signInWithCustomToken", "accounts:signInWithGameCenter",
+        "accounts:resetPassword", "accounts:issueSamlResponse", "accounts:batchGet", "accounts:batchCreate", "getProjectConfig",
+        "getRecaptchaParam", "getPublicKeys", "setProjectConfig", "signOutUser", "accounts:query", "accounts:batchDelete",
+    ]
+
+    /// v2 operations (`/v2/accounts/…` and `/v2/accounts:…`) Herald does not serve.
+    static let unservedV2Operations: Set<String> = [
+        "passkeyEnrollment:start", "passkeyEnrollment:finalize", "passkeySignIn:start", "passkeySignIn:finalize", "mfaEnrollment:revoke",
+    ]
+
+    static func unserved(_ operation: String) -> HeraldError {
+        HeraldError(.notImplemented, "\(operation) is not implemented in Herald.")
+    }
 
     func register(on router: Router<HeraldRequestContext>) {
         router.post("/identitytoolkit.googleapis.com/v1/:operation") { request, context in
@@ -53,6 +83,9 @@ struct IdentityToolkitRoutes: Sendable {
                 let project = try resolver.project(for: request)
                 return JSONWire.response(RecaptchaConfig(project: project))
             }
+        }
+        for path in ["/identitytoolkit.googleapis.com/v2/passwordPolicy", "/v2/passwordPolicy"] {
+            router.get(RouterPath(path)) { _, _ -> Response in throw Self.unserved("getPasswordPolicy") }
         }
         for path in ["/identitytoolkit.googleapis.com/v2/accounts:revokeToken", "/v2/accounts:revokeToken"] {
             router.post(RouterPath(path)) { request, context in try await handleV2(operation: "accounts:revokeToken", request, context) }
@@ -133,6 +166,8 @@ struct IdentityToolkitRoutes: Sendable {
             return JSONWire.response(try await apple.signIn(project: project, body: try await body(of: request, context)))
         case "accounts:delete":
             return JSONWire.response(try await accounts.delete(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
+        case _ where Self.unservedOperations.contains(operation):
+            throw Self.unserved(operation)
         default:
             throw HeraldError(.notFound)
         }
@@ -157,6 +192,8 @@ struct IdentityToolkitRoutes: Sendable {
             let origin = origin(of: request, context, body: body)
             return JSONWire.response(
                 try await revocation.revoke(project: project, body: body, bundleID: origin.bundleID, traceparent: origin.traceparent))
+        case _ where Self.unservedV2Operations.contains(operation):
+            throw Self.unserved(operation)
         default:
             throw HeraldError(.notFound)
         }
