@@ -25,6 +25,17 @@ extension CommonOptions {
             "starting",
             metadata: details(configuration).merging(
                 ["config": .string(path), "version": .string(BuildInfo.version), "revision": .string(BuildInfo.revision)]) { $1 })
+        for project in configuration.projects {
+            let real = project.phone.testNumbers.keys.filter { FictionalNumbers.contains($0) == false }.sorted()
+            if real.isEmpty == false {
+                logger.warning(
+                    "test numbers that are real numbers have fixed codes: whoever owns them can be signed into (phone.testNumbersAllowReal)",
+                    metadata: [
+                        "project": .string(project.id),
+                        "numbers": .string(real.compactMap { try? PhoneNumber(parsing: $0).masked }.joined(separator: ",")),
+                    ])
+            }
+        }
         if configuration.ignoredEnvironment.isEmpty == false {
             logger.warning(
                 "ignoring HERALD_* variables that are no configuration key (Kubernetes service links or foreign names)",

@@ -108,16 +108,17 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     // MARK: AccountStore
 
-    public func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool) {
+    public func findOrCreateUser(projectID: String, phoneNumber: String, proven: Bool, now: Date) async throws -> (user: UserAccount, created: Bool) {
         state.withLock { state in
             if var user = state.users[projectID]?.values.first(where: { $0.phoneNumber == phoneNumber }) {
                 user.lastLoginAt = now.keptToMilliseconds
+                user.phoneProven = user.phoneProven || proven
                 state.users[projectID]?[user.localID] = user
                 return (user, false)
             }
             let user = UserAccount(
                 localID: SecureRandom.alphanumeric(28), projectID: projectID, phoneNumber: phoneNumber, createdAt: now.keptToMilliseconds,
-                lastLoginAt: now.keptToMilliseconds)
+                lastLoginAt: now.keptToMilliseconds, phoneProven: proven)
             state.users[projectID, default: [:]][user.localID] = user
             return (user, true)
         }
@@ -702,6 +703,7 @@ extension UserAccount {
         copy.lastLoginAt = lastLoginAt.keptToMilliseconds
         copy.validSince = validSince?.keptToMilliseconds
         copy.identities = identities.map(\.keptToMilliseconds)
+        copy.phoneProven = phoneNumber != nil && phoneProven
         return copy
     }
 }

@@ -196,6 +196,12 @@ public enum Migrations {
         """
         ALTER TABLE users ADD COLUMN custom_attributes TEXT;
         """,
+        // 10: the number was proven by a real SMS code (a test number's fixed code never signs into such an
+        // account). Accounts from before cannot tell, so every one with a number counts as proven.
+        """
+        ALTER TABLE users ADD COLUMN phone_proven INTEGER NOT NULL DEFAULT 0;
+        UPDATE users SET phone_proven = 1 WHERE phone_number IS NOT NULL;
+        """,
     ]
 
     /// The same steps for PostgreSQL, derived so the two schemas cannot drift: SQLite's INTEGER, REAL

@@ -6,20 +6,24 @@ import HeraldCore
 /// cannot both succeed.
 extension SQLStore {
     static let userColumns =
-        "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled, email, email_verified, password_hash, display_name, email_link_signin, custom_attributes"
+        "local_id, project_id, phone_number, created_at_ms, last_login_at_ms, valid_since_ms, disabled, email, email_verified, password_hash, display_name, email_link_signin, custom_attributes, phone_proven"
 
-    public func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool) {
+    public func findOrCreateUser(projectID: String, phoneNumber: String, proven: Bool, now: Date) async throws -> (user: UserAccount, created: Bool) {
         let candidate = SecureRandom.alphanumeric(28)
         return try await run { db in
             let rows = try db.query(
                 """
-                INSERT INTO users (local_id, project_id, phone_number, created_at_ms, last_login_at_ms)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO users (local_id, project_id, phone_number, created_at_ms, last_login_at_ms, phone_proven)
+                VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (project_id, phone_number) WHERE phone_number IS NOT NULL
-                DO UPDATE SET last_login_at_ms = excluded.last_login_at_ms
+                DO UPDATE SET last_login_at_ms = excluded.last_login_at_ms,
+                  phone_proven = CASE WHEN excluded.phone_proven = 1 THEN 1 ELSE users.phone_proven END
                 RETURNING \(Self.userColumns)
                 """,
-                [.text(candidate), .text(projectID), .text(phoneNumber), .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970)])
+                [
+                    .text(candidate), .text(projectID), .text(phoneNumber), .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970),
+                    .integer(proven ? 1 : 0),
+                ])
             guard let row = rows.first else { throw StoreError(.failed, "user upsert returned nothing") }
             var user = try Self.user(row)
             user.mfaEnrollments = try Self.enrollments(db, projectID: projectID, localID: user.localID)
@@ -96,7 +100,7 @@ extension SQLStore {
                 try db.transaction {
                     try db.query(
                         """
-                        INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, Self.bindings(user))
                     for identity in user.identities {
                         guard try Self.insertIdentity(db, identity, projectID: user.projectID, localID: user.localID) else {
@@ -194,7 +198,8 @@ extension SQLStore {
                 try db.query(
                     """
                     UPDATE users SET phone_number = ?, created_at_ms = ?, last_login_at_ms = ?, valid_since_ms = ?, disabled = ?,
-                      email = ?, email_verified = ?, password_hash = ?, display_name = ?, email_link_signin = ?, custom_attributes = ?
+                      email = ?, email_verified = ?, password_hash = ?, display_name = ?, email_link_signin = ?, custom_attributes = ?,
+                      phone_proven = ?
                     WHERE project_id = ? AND local_id = ?
                     """, values)
             } catch let error as StoreError {
@@ -274,6 +279,7 @@ extension SQLStore {
             user.email.map { .text($0.lowercased()) } ?? .null, .integer(user.emailVerified ? 1 : 0),
             user.passwordHash.map(SQLValue.text) ?? .null, user.displayName.map(SQLValue.text) ?? .null,
             .integer(user.emailLinkSignin ? 1 : 0), user.customAttributes.map(SQLValue.text) ?? .null,
+            .integer(user.phoneNumber != nil && user.phoneProven ? 1 : 0),
         ]
     }
 
@@ -293,7 +299,7 @@ extension SQLStore {
     }
 
     static func user(_ row: [SQLValue]) throws -> UserAccount {
-        guard row.count == 13, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
+        guard row.count == 14, let localID = row[0].string, let project = row[1].string, let created = row[3].int,
             let lastLogin = row[4].int
         else { throw StoreError(.failed, "malformed users row") }
         return UserAccount(
@@ -301,7 +307,7 @@ extension SQLStore {
             emailVerified: (row[8].int ?? 0) != 0, passwordHash: row[9].string, displayName: row[10].string,
             emailLinkSignin: (row[11].int ?? 0) != 0, createdAt: .init(milliseconds: created),
             lastLoginAt: .init(milliseconds: lastLogin), validSince: row[5].int.map(Date.init(milliseconds:)),
-            disabled: row[6].int.map { $0 != 0 } ?? false, customAttributes: row[12].string)
+            disabled: row[6].int.map { $0 != 0 } ?? false, customAttributes: row[12].string, phoneProven: (row[13].int ?? 0) != 0)
     }
 }
 

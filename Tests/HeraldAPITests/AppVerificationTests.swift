@@ -155,14 +155,18 @@ struct AppVerificationTests {
         }
     }
 
-    @Test("test numbers skip app verification only with disabledForTesting")
+    @Test("test numbers: no credential (the SDKs' testing mode) always passes; a credential they carry is checked unless disabledForTesting")
     func testNumbers() async throws {
-        for (disabledForTesting, expected) in [(true, 200), (false, 400)] {
+        for (disabledForTesting, forgedStatus) in [(true, 200), (false, 400)] {
             let harness = try APIHarness { $0.appVerification = "{required: true, disabledForTesting: \(disabledForTesting)}" }
             try await harness.run { client, _ in
-                let answer = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+16505553434"])
-                #expect(answer.status == expected)
-                if expected == 400 { #expect(answer.errorMessage == "MISSING_APP_CREDENTIAL") }
+                let bare = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+16505553434"])
+                #expect(bare.status == 200, "\(bare.errorMessage ?? "")")
+                let forged = try await client.post(
+                    Paths.v1 + "sendVerificationCode", apiKey: key,
+                    json: ["phoneNumber": "+16505553434", "iosReceipt": "forged", "iosSecret": "forged"])
+                #expect(forged.status == forgedStatus)
+                if forgedStatus == 400 { #expect(forged.errorMessage == "INVALID_APP_CREDENTIAL") }
             }
         }
     }

@@ -205,4 +205,43 @@ struct PhoneAccountTests {
             #expect(newer.string("idToken") == nil)
         }
     }
+
+    @Test("test numbers: no app credential needed in the SDK's testing mode; a test number never signs into an account a real SMS proved")
+    func testNumbers() async throws {
+        let harness = try APIHarness { $0.appVerification = "{required: true}" }
+        try await harness.run { client, admin in
+            // Testing mode sends no credential: fine for a test number, MISSING_APP_CREDENTIAL for a real one.
+            let test = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: Self.key, json: ["phoneNumber": Self.first])
+            #expect(test.status == 200, "\(test.errorMessage ?? "")")
+            let real = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: Self.key, json: ["phoneNumber": "+15555550177"])
+            #expect(real.errorMessage == "MISSING_APP_CREDENTIAL")
+            // A credential a test-number send does carry is still checked.
+            let forged = try await client.post(
+                Paths.v1 + "sendVerificationCode", apiKey: Self.key,
+                json: ["phoneNumber": Self.first, "iosReceipt": "forged", "iosSecret": "forged"])
+            #expect(forged.errorMessage == "INVALID_APP_CREDENTIAL")
+            #expect(try await harness.publishedJobs(admin).isEmpty, "a test number never sends an SMS")
+
+            // An admin-made account on the test number: the fixed code signs in to it.
+            let created = try await client.post(
+                SecurityTests.adminBase + "/accounts", json: ["phoneNumber": Self.first], headers: TestConfiguration.adminHeader)
+            let signedIn = try await client.post(
+                Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key,
+                json: ["sessionInfo": try #require(test.string("sessionInfo")), "code": "654321"])
+            #expect(signedIn.string("localId") == created.string("localId"), "\(signedIn.errorMessage ?? "")")
+            // A real person signed up with the number before it became a test number: the fixed code is refused.
+            let store = try SQLStore(sqlitePath: harness.settings.stateDir + "/herald.sqlite")
+            var user = try #require(try await store.user(projectID: TestConfiguration.projectID, phoneNumber: Self.first))
+            #expect(user.phoneProven == false)
+            user.phoneProven = true
+            try await store.updateUser(user)
+            for operation in ["SIGN_UP_OR_IN", "REAUTH"] {
+                let refused = try await client.post(
+                    Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key,
+                    json: ["sessionInfo": try await Self.session(client, Self.first), "code": "654321", "operation": operation])
+                #expect(refused.errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED : This test number belongs to an account a real SMS verified") == true)
+                #expect(refused.string("idToken") == nil)
+            }
+        }
+    }
 }

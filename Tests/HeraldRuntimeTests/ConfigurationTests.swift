@@ -267,6 +267,27 @@ struct ConfigurationTests {
         #expect(leadingZero?.projects[0].phone.testNumbers["+16505553434"] == "012345")
     }
 
+    @Test(
+        "test numbers must be fictional unless the project allows real ones",
+        arguments: [
+            ("+16505553434", true), ("+12125550123", true), ("+447700900123", true), ("+442079460000", true), ("+441134960999", true),
+            ("+441914980001", true), ("+61491570006", true), ("+61255501234", true), ("+61370101234", true),
+            ("+16505551234", true), ("+16505553435", true), ("+15005550006", true),
+            ("+14155552671", true), ("+447911123456", false), ("+4915112345678", false), ("+16502530000", false), ("+447700901000", false),
+            ("+61491580000", false), ("+12025550100", true),
+        ])
+    func fictionalTestNumbers(_ number: String, _ fictional: Bool) {
+        let yaml = { (allow: Bool) in
+            "projects:\n  - id: p\n    apiKeys: [k]\n    phone: {testNumbersAllowReal: \(allow), testNumbers: {\"\(number)\": \"123456\"}}\nsms: {http: {url: \"http://x\"}}"
+        }
+        let refused = problem(yaml(false))
+        #expect((refused == nil) == fictional, "\(number): \(refused.map { "\($0.key): \($0.problem)" } ?? "accepted")")
+        if fictional == false {
+            #expect(refused?.key == "projects[0].phone.testNumbers.\(number)")
+            #expect(problem(yaml(true)) == nil, "allowed with testNumbersAllowReal")
+        }
+    }
+
     @Test("the console provider needs devMode, the http provider needs a URL")
     func providers() {
         #expect(problem("projects: [{id: p, apiKeys: [k]}]\nsms: {provider: console}")?.key == "sms.provider")

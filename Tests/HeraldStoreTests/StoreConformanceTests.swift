@@ -148,7 +148,7 @@ struct StoreConformanceTests {
             let results = try await withThrowingTaskGroup(of: (UserAccount, Bool).self) { group in
                 for index in 0..<20 {
                     let store = index.isMultiple(of: 2) ? first : second
-                    group.addTask { try await store.findOrCreateUser(projectID: "p", phoneNumber: "+15555550100", now: Date()) }
+                    group.addTask { try await store.findOrCreateUser(projectID: "p", phoneNumber: "+15555550100", proven: true, now: Date()) }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -157,7 +157,7 @@ struct StoreConformanceTests {
             let localID = results[0].0.localID
             #expect(localID.count == 28)
             #expect(localID.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) })
-            let other = try await first.findOrCreateUser(projectID: "other", phoneNumber: "+15555550100", now: Date())
+            let other = try await first.findOrCreateUser(projectID: "other", phoneNumber: "+15555550100", proven: false, now: Date())
             #expect(other.created)
             #expect(other.user.localID != localID)
             #expect(try await first.user(projectID: "p", localID: localID)?.phoneNumber == "+15555550100")

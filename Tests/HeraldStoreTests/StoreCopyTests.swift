@@ -28,7 +28,7 @@ struct StoreCopyTests {
         let now = Date(timeIntervalSince1970: Double(Int(Date().timeIntervalSince1970)))
         // 1,234 users: more than two batches.
         for index in 0..<1234 {
-            _ = try await sqlite.findOrCreateUser(projectID: "p", phoneNumber: "+1555555\(String(format: "%04d", index))", now: now)
+            _ = try await sqlite.findOrCreateUser(projectID: "p", phoneNumber: "+1555555\(String(format: "%04d", index))", proven: true, now: now)
         }
         let alice = UserAccount(
             localID: "alice".padding(toLength: 28, withPad: "0", startingAt: 0), projectID: "p", email: "alice@example.com", emailVerified: true,
@@ -88,7 +88,7 @@ struct StoreCopyTests {
         #expect(try await postgres.invalidDeviceToken(hash: "d") == "Unregistered")
 
         // Again, as an operator would right before switching over: nothing is duplicated or overwritten.
-        _ = try await sqlite.findOrCreateUser(projectID: "p", phoneNumber: "+15555558888", now: now)
+        _ = try await sqlite.findOrCreateUser(projectID: "p", phoneNumber: "+15555558888", proven: true, now: now)
         let second = try await sqlite.copy(to: postgres, batchSize: 500)
         #expect(second.first { $0.table == "users" } == .init(table: "users", rows: 1236, inserted: 1))
         #expect(second.filter { $0.table != "users" }.allSatisfy { $0.inserted == 0 }, "\(second)")

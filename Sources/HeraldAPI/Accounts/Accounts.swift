@@ -207,7 +207,11 @@ struct Accounts: Sendable {
         if isAdmin {
             if body.contains("phoneNumber") {
                 let phone = try body.string("phoneNumber").map { try PhoneSignIn.parsePhone($0).e164 }
-                credentialsChanged = credentialsChanged || phone != user.phoneNumber
+                if phone != user.phoneNumber {
+                    credentialsChanged = true
+                    // An admin's number is not proven by an SMS.
+                    user.phoneProven = false
+                }
                 user.phoneNumber = phone
             }
             if let verified = body.bool("emailVerified") { user.emailVerified = verified }

@@ -91,15 +91,20 @@ struct AppVerifier: Sendable {
 
     /// Checks the credential a send carries against the project's policy. Captcha tokens are returned
     /// for `verifyCaptcha` so a reentrant send does not spend a fresh token.
+    ///
+    /// Test numbers, as in Firebase: a send that carries no app credential at all is what the SDKs'
+    /// testing mode (`appVerificationDisabledForTesting`, always on with `useEmulator`) sends, and is
+    /// accepted for a test number (fictional, fixed code, nothing is sent); a credential a test-number send
+    /// does carry is checked like any other, unless `disabledForTesting` skips the check for them entirely.
     func check(project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, isTestNumber: Bool) async throws -> Verdict {
         let settings = project.appVerification
-        let needed = settings.required && (isTestNumber == false || settings.disabledForTesting == false)
-        guard needed else { return Verdict() }
+        guard settings.required, isTestNumber == false || settings.disabledForTesting == false else { return Verdict() }
         guard
             let credential = AppCredential.from(
                 iosReceipt: body.string("iosReceipt"), iosSecret: body.string("iosSecret"), recaptchaToken: body.string("recaptchaToken"),
                 captchaResponse: body.string("captchaResponse"))
         else { throw HeraldError(.invalidAppCredential) }
+        if isTestNumber, case .none = credential { return Verdict() }
         switch credential {
         case .none:
             throw HeraldError(.missingAppCredential)

@@ -54,6 +54,10 @@ struct PhoneSignIn: Sendable {
 
     /// How long a `temporaryProof` can be replayed (Identity Toolkit says "3600").
     static let temporaryProofTTL: TimeInterval = 3600
+    /// A test number's fixed code on an account whose number a real SMS proved: the number was made a
+    /// test number after a real person signed up with it, and a fixed code must not open their account.
+    static let testNumberOnProvenAccount = HeraldError(
+        .operationNotAllowed, "This test number belongs to an account a real SMS verified; its fixed code cannot sign in to it.")
     /// Firebase's refusal for a phone first factor on an account with a phone second factor.
     static let phoneOnMFAUser = HeraldError(
         .unsupportedFirstFactor, "A phone number cannot be set as a first factor on an SMS based MFA user.")
@@ -177,10 +181,12 @@ struct PhoneSignIn: Sendable {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         let operation = try Operation(body.string("operation"))
         let phoneNumber: String
+        // A real SMS code (not a test number's fixed one) proved the number.
+        let proven: Bool
         var caller: (user: UserAccount, token: TokenIssuer.Verified)?
         if let proof = body.string("temporaryProof") {
             guard let claimed = body.string("phoneNumber") else { throw HeraldError(.missingPhoneNumber) }
-            phoneNumber = try openProof(proof, phoneNumber: claimed, projectID: project.id)
+            (phoneNumber, proven) = try openProof(proof, phoneNumber: claimed, projectID: project.id)
             // The proof came from a refused link: replaying it into a link is refused the same way.
             if body.string("idToken") != nil { throw HeraldError(.phoneNumberExists) }
         } else {
@@ -189,9 +195,10 @@ struct PhoneSignIn: Sendable {
             guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
             // The caller is checked before the code is spent, so a stale token does not burn an attempt.
             if let idToken = body.string("idToken") { caller = try await signedIn.resolve(idToken, project: project) }
-            phoneNumber = try await checkCode(project: project, sessionInfo: sessionInfo, code: code) { $0 == .signIn }.phoneNumber
+            let session = try await checkCode(project: project, sessionInfo: sessionInfo, code: code) { $0 == .signIn }
+            (phoneNumber, proven) = (session.phoneNumber, session.jobID != nil)
         }
-        if let caller { return try await link(phoneNumber, to: caller, operation: operation, project: project) }
+        if let caller { return try await link(phoneNumber, proven: proven, to: caller, operation: operation, project: project) }
 
         let now = clock.now
         let user: UserAccount
@@ -199,11 +206,14 @@ struct PhoneSignIn: Sendable {
         if operation == .reauth {
             // Re-authentication proves the number again for its own user; it never creates one.
             guard var holder = try await store.user(projectID: project.id, phoneNumber: phoneNumber) else { throw HeraldError(.userNotFound) }
+            if proven == false, holder.phoneProven { throw Self.testNumberOnProvenAccount }
             holder.lastLoginAt = now
+            holder.phoneProven = holder.phoneProven || proven
             try await store.updateUser(holder)
             (user, created) = (holder, false)
         } else {
-            (user, created) = try await store.findOrCreateUser(projectID: project.id, phoneNumber: phoneNumber, now: now)
+            (user, created) = try await store.findOrCreateUser(projectID: project.id, phoneNumber: phoneNumber, proven: proven, now: now)
+            if proven == false, user.phoneProven { throw Self.testNumberOnProvenAccount }
         }
         guard user.disabled == false else { throw HeraldError(.userDisabled) }
         guard user.mfaEnrollments.isEmpty else { throw Self.phoneOnMFAUser }
@@ -224,14 +234,14 @@ struct PhoneSignIn: Sendable {
     /// a `temporaryProof` instead of tokens, which iOS turns into credentialAlreadyInUse: the app can
     /// sign in to that account with it.
     private func link(
-        _ phoneNumber: String, to caller: (user: UserAccount, token: TokenIssuer.Verified), operation: Operation,
+        _ phoneNumber: String, proven: Bool, to caller: (user: UserAccount, token: TokenIssuer.Verified), operation: Operation,
         project: HeraldConfiguration.Project
     ) async throws -> SignedIn {
         var user = caller.user
         func refused() -> SignedIn {
             logger.info("phone link refused: another account holds the number", metadata: ["project": .string(project.id)])
             return SignedIn(
-                phoneNumber: phoneNumber, temporaryProof: proof(for: phoneNumber, projectID: project.id),
+                phoneNumber: phoneNumber, temporaryProof: proof(for: phoneNumber, proven: proven, projectID: project.id),
                 temporaryProofExpiresIn: String(Int(Self.temporaryProofTTL)))
         }
         if let holder = try await store.user(projectID: project.id, phoneNumber: phoneNumber), holder.localID != user.localID {
@@ -243,6 +253,7 @@ struct PhoneSignIn: Sendable {
             try signedIn.requireRecent(caller.token)
             completion.revokeEarlierSessions(of: &user)
         }
+        user.phoneProven = (user.phoneNumber == phoneNumber && user.phoneProven) || proven
         user.phoneNumber = phoneNumber
         do {
             try await store.updateUser(user)
@@ -258,27 +269,31 @@ struct PhoneSignIn: Sendable {
             phoneNumber: phoneNumber)
     }
 
-    /// What a temporary proof carries: the verified number, its project, its expiry.
+    /// What a temporary proof carries: the verified number, whether a real SMS verified it, its project,
+    /// its expiry.
     struct Proof: Codable {
         var projectId: String
         var phoneNumber: String
+        var proven: Bool
         var expiresAt: Double
     }
 
-    func proof(for phoneNumber: String, projectID: String) -> String {
+    func proof(for phoneNumber: String, proven: Bool, projectID: String) -> String {
         let proof = Proof(
-            projectId: projectID, phoneNumber: phoneNumber, expiresAt: clock.now.addingTimeInterval(Self.temporaryProofTTL).timeIntervalSince1970)
-        // Three plain fields: encoding cannot fail.
+            projectId: projectID, phoneNumber: phoneNumber, proven: proven,
+            expiresAt: clock.now.addingTimeInterval(Self.temporaryProofTTL).timeIntervalSince1970)
+        // Plain fields: encoding cannot fail.
         return sealer.seal(String(decoding: try! JSONEncoder().encode(proof), as: UTF8.self), context: "phone-proof")
     }
 
-    /// The number a proof verified, when it is `phoneNumber` (in any format), of this project, unexpired.
-    func openProof(_ proof: String, phoneNumber: String, projectID: String) throws(HeraldError) -> String {
+    /// The number a proof verified (and whether a real SMS did), when it is `phoneNumber` (in any
+    /// format), of this project, unexpired.
+    func openProof(_ proof: String, phoneNumber: String, projectID: String) throws(HeraldError) -> (phoneNumber: String, proven: Bool) {
         guard let json = try? sealer.open(proof, context: "phone-proof"),
             let opened = try? JSONDecoder().decode(Proof.self, from: Data(json.utf8)), opened.projectId == projectID,
             Date(timeIntervalSince1970: opened.expiresAt) > clock.now, (try? Self.parsePhone(phoneNumber))?.e164 == opened.phoneNumber
         else { throw HeraldError(.invalidTemporaryProof) }
-        return opened.phoneNumber
+        return (opened.phoneNumber, opened.proven)
     }
 
     /// Spends one check attempt of the session and, with the right code, consumes it. A session made for

@@ -420,6 +420,7 @@ extension HeraldConfiguration.Project {
         let phone = try reader.section("phone")
         let codeLength = try phone.int("codeLength", default: 6, in: 4...10)
         var testNumbers: [String: String] = [:]
+        let allowReal = try phone.bool("testNumbersAllowReal", default: false)
         for (number, code) in try phone.stringMap("testNumbers") {
             let key = phone.keyPath("testNumbers") + ".\(number)"
             guard let parsed = try? PhoneNumber(parsing: number) else {
@@ -427,6 +428,14 @@ extension HeraldConfiguration.Project {
             }
             guard OneTimeCode.isWellFormed(code, length: codeLength) else {
                 throw ConfigError(key: key, problem: "the code must be exactly \(codeLength) digits (phone.codeLength)")
+            }
+            // A fixed code on a real number is a standing login into whoever owns it.
+            guard allowReal || FictionalNumbers.contains(parsed.e164) else {
+                throw ConfigError(
+                    key: key,
+                    problem:
+                        "not a fictional number (NANP 555 exchange, Ofcom or ACMA drama ranges; README); set phone.testNumbersAllowReal: true to list a real one"
+                )
             }
             testNumbers[parsed.e164] = code
         }
@@ -448,7 +457,7 @@ extension HeraldConfiguration.Project {
             codeTTL: try phone.duration("codeTTL", default: .seconds(300), in: .seconds(10) ... .seconds(86_400)),
             maxCheckAttempts: try phone.int("maxCheckAttempts", default: 5, in: 1...100),
             resendAfter: try phone.duration("resendAfter", default: .seconds(30), in: .zero ... .seconds(3600)),
-            testNumbers: testNumbers, regions: Regions(allow: allow, deny: deny),
+            testNumbers: testNumbers, testNumbersAllowReal: allowReal, regions: Regions(allow: allow, deny: deny),
             originDomain: try phone.optionalString("originDomain"), androidAppHash: try phone.optionalString("androidAppHash"))
         if let domain = self.phone.originDomain,
             domain.isEmpty || domain.contains(where: { $0 == " " || $0 == "@" || $0 == "#" || $0 == "/" })

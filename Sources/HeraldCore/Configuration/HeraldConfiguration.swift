@@ -219,6 +219,8 @@ public struct HeraldConfiguration: Sendable {
             public var resendAfter: Duration
             /// Fictional numbers (E.164) with fixed codes: no SMS, no job.
             public var testNumbers: [String: String]
+            /// `testNumbers` may list real numbers (start-up logs a warning for each).
+            public var testNumbersAllowReal: Bool
             /// SMS region policy.
             public var regions: Regions
             /// Domain for the origin-bound one-time-code line (`@example.com #123456`) appended to SMS.

@@ -66,13 +66,16 @@ public struct UserAccount: Sendable, Equatable {
     public var identities: [FederatedIdentity]
     /// Custom claims an admin set, a JSON object (`CustomClaims`); they go into every ID token issued after.
     public var customAttributes: String?
+    /// A real SMS code proved `phoneNumber` (not a test number's fixed code, not an admin).
+    public var phoneProven: Bool
 
     public init(
         localID: String, projectID: String, phoneNumber: String? = nil, email: String? = nil, emailVerified: Bool = false,
         passwordHash: String? = nil, displayName: String? = nil, emailLinkSignin: Bool = false, createdAt: Date, lastLoginAt: Date,
         validSince: Date? = nil, disabled: Bool = false, mfaEnrollments: [MFAEnrollment] = [], identities: [FederatedIdentity] = [],
-        customAttributes: String? = nil
+        customAttributes: String? = nil, phoneProven: Bool = false
     ) {
+        self.phoneProven = phoneProven
         self.identities = identities
         self.customAttributes = customAttributes
         self.localID = localID
@@ -219,7 +222,8 @@ public protocol VerificationStore: Sendable {
 /// project throw `AccountConflict`.
 public protocol AccountStore: Sendable {
     /// The user owning `phoneNumber` in `projectID`, created if there is none; `created` tells which.
-    func findOrCreateUser(projectID: String, phoneNumber: String, now: Date) async throws -> (user: UserAccount, created: Bool)
+    /// `proven` (a real SMS code signed in) marks the number proven; it is never unmarked here.
+    func findOrCreateUser(projectID: String, phoneNumber: String, proven: Bool, now: Date) async throws -> (user: UserAccount, created: Bool)
     func user(projectID: String, localID: String) async throws -> UserAccount?
     func user(projectID: String, email: String) async throws -> UserAccount?
     func user(projectID: String, phoneNumber: String) async throws -> UserAccount?
