@@ -56,7 +56,7 @@ public final class HeraldProcess: @unchecked Sendable {
             process.standardError = handle
             stderrRelay = nil
         }
-        try process.run()
+        try launch(process)
     }
 
     /// Closes the read end of the stderr pipe: every later write of the process to stderr fails (EPIPE).

@@ -57,7 +57,7 @@ public final class SMTPSink: Sendable {
         // The server exits when this pipe closes, which happens when this process ends for any reason,
         // so a crashed test run leaves no server behind holding its output open.
         process.standardInput = lifeline
-        try process.run()
+        try launch(process)
         // A plain thread blocking on the pipe until end of file (a FileHandle readabilityHandler's dispatch
         // source can outlive the handle and crash the test process).
         let reader = pipe.fileHandleForReading

@@ -344,7 +344,7 @@ enum PythonProcess {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try launch(process)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         // readDataToEndOfFile returned: the process closed its output; poll for the exit (no waitUntilExit).
         for _ in 0..<500 where process.isRunning { usleep(10_000) }
