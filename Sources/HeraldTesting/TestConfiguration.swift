@@ -56,6 +56,10 @@ public struct TestConfiguration: Sendable {
     public var originDomain: String? = nil
     public var androidAppHash: String? = nil
     public var iosBundleIds = ["com.example.herald"]
+    /// `projects[].iosApps` of the test project (YAML flow list; empty: none besides iosBundleIds).
+    public var iosApps = "[]"
+    /// `projects[].androidApps` of the test project.
+    public var androidApps = "[]"
     public var apnsURL: String? = nil
     public var apnsCAFile: String? = nil
     public var apnsKey: (id: String, team: String, file: String)? = nil
@@ -120,6 +124,8 @@ public struct TestConfiguration: Sendable {
                 displayName: Herald Test
                 apiKeys: [\(Self.apiKey)]
                 iosBundleIds: [\(iosBundleIds.joined(separator: ", "))]
+                iosApps: \(iosApps)
+                androidApps: \(androidApps)
                 authorizedDomains: [\(authorizedDomains.joined(separator: ", "))]
                 emailLink: \(emailLink)
                 mfa: \(mfa)

@@ -267,6 +267,22 @@ struct ConfigurationTests {
         #expect(leadingZero?.projects[0].phone.testNumbers["+16505553434"] == "012345")
     }
 
+    @Test("iosApps and androidApps: iosBundleIds stays a shorthand; team ids and fingerprints are checked")
+    func apps() throws {
+        let base = "sms: {http: {url: \"http://x\"}}\nprojects:\n  - id: p\n    apiKeys: [k]\n    iosBundleIds: [com.a, com.b]\n"
+        let parsed = try ConfigurationLoader.parse(
+            yaml: base
+                + "    iosApps: [{bundleId: com.b, teamId: ABCDE12345, reversedClientId: com.googleusercontent.apps.1-x, appId: \"1:1:ios:f\"}]\n")
+        #expect(parsed.projects[0].iosBundleIds.sorted() == ["com.a", "com.b"])
+        let app = try #require(parsed.projects[0].iosApps.first { $0.bundleId == "com.b" })
+        #expect(app.callbackSchemes == ["com.googleusercontent.apps.1-x", "app-1-1-ios-f"])
+        #expect(problem(base + "    iosApps: [{bundleId: com.c, teamId: short}]\n")?.key == "projects[0].iosApps[0].teamId")
+        #expect(
+            problem(base + "    androidApps: [{packageName: com.d, sha256CertFingerprints: [\"AB:CD\"]}]\n")?.key
+                == "projects[0].androidApps[0].sha256CertFingerprints")
+        #expect(problem(base + "    androidApps: [{sha256CertFingerprints: []}]\n")?.key == "projects[0].androidApps[0].packageName")
+    }
+
     @Test(
         "test numbers must be fictional unless the project allows real ones",
         arguments: [

@@ -56,16 +56,16 @@ struct EmailLinkSignIn: Sendable {
         guard let email = EmailAddress(rawEmail) else { throw HeraldError(.invalidEmail) }
         let continueURL = try Self.continueURL(body.string("continueUrl"), project: project, required: origin.isAdmin == false)
         let actionURL = try Self.actionURL(project: project, linkDomain: body.string("linkDomain") ?? body.string("dynamicLinkDomain"))
-        // canHandleCodeInApp, iOSBundleId, androidPackageName, androidInstallApp and androidMinimumVersion are
-        // accepted as the SDKs send them; they do not change the link. Opening it in the app is the action
-        // domain's job (apple-app-site-association / assetlinks.json on actionUrl's or linkDomain's host).
+        // With canHandleCodeInApp the link names the apps that should open it (`SignInLink.AppSettings`); the
+        // action domain serves apple-app-site-association and assetlinks.json for them (WellKnownRoutes).
+        let app = try Self.appSettings(body)
 
         let now = clock.now
         let code = OobCode.generate()
         let codeHash = OobCode.storageHash(code)
         let link = SignInLink(
             actionURL: actionURL, apiKey: origin.apiKey, oobCode: code, continueURL: continueURL?.text,
-            languageCode: origin.locale ?? TemplateCatalog.defaultLocale
+            languageCode: origin.locale ?? TemplateCatalog.defaultLocale, app: app
         ).text
         var record = OobRecord(
             codeHash: codeHash, projectID: project.id, requestType: requestType, email: email.value, createdAt: now,
@@ -231,6 +231,22 @@ struct EmailLinkSignIn: Sendable {
             // Another request created it a moment ago: sign in to that one.
             return try await account(for: email, linkingTo: nil, project: project, now: now)
         }
+    }
+
+    /// ActionCodeSettings' app fields, when the link is to be handled in the app (`canHandleCodeInApp`).
+    static func appSettings(_ body: WireBody) throws(HeraldError) -> SignInLink.AppSettings? {
+        guard body.bool("canHandleCodeInApp") == true || body.bool("handleCodeInApp") == true else { return nil }
+        func identifier(_ name: String) throws(HeraldError) -> String? {
+            guard let value = body.string(name) else { return nil }
+            guard value.count <= 255, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+                throw HeraldError(.invalidArgument, "\(name) is not a bundle id or package name.")
+            }
+            return value
+        }
+        let settings = SignInLink.AppSettings(
+            iosBundleId: try identifier("iOSBundleId"), androidPackageName: try identifier("androidPackageName"),
+            androidInstallApp: body.bool("androidInstallApp") ?? false, androidMinimumVersion: try identifier("androidMinimumVersion"))
+        return settings.iosBundleId == nil && settings.androidPackageName == nil ? nil : settings
     }
 
     /// The continue URL, checked against the project's authorized domains.

@@ -27,6 +27,16 @@ struct ActionRoutes: Sendable {
         else {
             return page(.badRequest, "This link is not a valid sign-in link.")
         }
+        // An Android browser reaching the handler has no app to open the link (an installed, verified app
+        // takes the app link first); without a web fallback (`afl`) the link asks for the app: the store.
+        if let package = value("apn"), value("afl") == nil, request.headers[.userAgent]?.contains("Android") == true,
+            project.androidApps.contains(where: { $0.packageName == package })
+        {
+            var headers = HTTPFields()
+            headers[.location] = "https://play.google.com/store/apps/details?id=" + SignInLink.percentEncode(package)
+            headers[.cacheControl] = "no-store"
+            return Response(status: .seeOther, headers: headers)
+        }
         guard let target = value("continueUrl") else {
             return page(.ok, "Open this link on the device where you asked to sign in, in the app.")
         }
@@ -46,6 +56,72 @@ struct ActionRoutes: Sendable {
         headers[.cacheControl] = "no-store"
         let html = "<!doctype html><html><body><p>\(text)</p></body></html>\n"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+}
+
+/// The files that let a sign-in link open the app instead of the browser, served for whatever host
+/// herald-api answers as (the action domain, or a `linkDomain` proxied to it):
+/// `/.well-known/apple-app-site-association` names `<teamId>.<bundleId>` of every iOS app with a team id
+/// for the action handler's path (universal links), `/.well-known/assetlinks.json` every Android app
+/// with its signing-certificate fingerprints (app links).
+struct WellKnownRoutes: Sendable {
+    let configuration: HeraldConfiguration
+
+    func register(on router: Router<HeraldRequestContext>) {
+        let association = Self.appleAppSiteAssociation(configuration)
+        let assetLinks = Self.assetLinks(configuration)
+        for path in ["/.well-known/apple-app-site-association", "/apple-app-site-association"] {
+            router.get(RouterPath(path)) { _, _ in JSONWire.response(association) }
+        }
+        router.get("/.well-known/assetlinks.json") { _, _ in JSONWire.response(assetLinks) }
+    }
+
+    struct Association: Encodable {
+        struct AppLinks: Encodable {
+            struct Detail: Encodable {
+                struct Component: Encodable {
+                    var path: String
+                    enum CodingKeys: String, CodingKey { case path = "/" }
+                }
+                var appID: String
+                var paths: [String]
+                var appIDs: [String]
+                var components: [Component]
+            }
+            var apps: [String] = []
+            var details: [Detail]
+        }
+        var applinks: AppLinks
+    }
+
+    static func appleAppSiteAssociation(_ configuration: HeraldConfiguration) -> Association {
+        var details: [Association.AppLinks.Detail] = []
+        for project in configuration.projects {
+            let path = URL(string: project.emailLink.actionUrl)?.path ?? "/__/auth/action"
+            for app in project.iosApps {
+                guard let team = app.teamId else { continue }
+                let id = team + "." + app.bundleId
+                guard details.contains(where: { $0.appID == id }) == false else { continue }
+                details.append(.init(appID: id, paths: [path + "*"], appIDs: [id], components: [.init(path: path + "*")]))
+            }
+        }
+        return Association(applinks: .init(details: details))
+    }
+
+    struct Statement: Encodable {
+        struct Target: Encodable {
+            var namespace = "android_app"
+            var package_name: String
+            var sha256_cert_fingerprints: [String]
+        }
+        var relation = ["delegate_permission/common.handle_all_urls"]
+        var target: Target
+    }
+
+    static func assetLinks(_ configuration: HeraldConfiguration) -> [Statement] {
+        configuration.projects.flatMap(\.androidApps).filter { $0.sha256CertFingerprints.isEmpty == false }.map {
+            Statement(target: .init(package_name: $0.packageName, sha256_cert_fingerprints: $0.sha256CertFingerprints))
+        }
     }
 }
 

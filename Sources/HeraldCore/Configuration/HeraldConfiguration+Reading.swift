@@ -415,7 +415,40 @@ extension HeraldConfiguration.Project {
             throw reader.fail("apiKeys", "at least one non-empty API key is required")
         }
         self.authorizedDomains = try reader.stringList("authorizedDomains", default: ["localhost"])
-        self.iosBundleIds = try reader.stringList("iosBundleIds", default: [])
+        var apps: [IOSApp] = []
+        for app in try reader.sectionList("iosApps") ?? [] {
+            let bundleId = try app.string("bundleId", default: "")
+            guard bundleId.isEmpty == false else { throw app.fail("bundleId", "is required") }
+            let teamId = try app.optionalString("teamId")
+            if let teamId, teamId.count != 10 || teamId.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) == false {
+                throw app.fail("teamId", "an Apple team id is 10 upper-case letters and digits")
+            }
+            let reversed = try app.optionalString("reversedClientId")
+            if let reversed, reversed.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-.".contains($0)) }) == false {
+                throw app.fail("reversedClientId", "is a URL scheme such as com.googleusercontent.apps.123-abc")
+            }
+            apps.append(IOSApp(bundleId: bundleId, teamId: teamId, reversedClientId: reversed, appId: try app.optionalString("appId")))
+            try app.finish()
+        }
+        let shorthand = try reader.stringList("iosBundleIds", default: [])
+        for bundleId in shorthand where apps.contains(where: { $0.bundleId == bundleId }) == false { apps.append(IOSApp(bundleId: bundleId)) }
+        self.iosApps = apps
+        self.iosBundleIds = apps.map(\.bundleId)
+        var androidApps: [AndroidApp] = []
+        for app in try reader.sectionList("androidApps") ?? [] {
+            let packageName = try app.string("packageName", default: "")
+            guard packageName.isEmpty == false else { throw app.fail("packageName", "is required") }
+            let fingerprints = try app.stringList("sha256CertFingerprints", default: [])
+            for fingerprint in fingerprints {
+                let hex = fingerprint.split(separator: ":")
+                guard hex.count == 32, hex.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else {
+                    throw app.fail("sha256CertFingerprints", "'\(fingerprint)' is not a SHA-256 fingerprint (32 hex pairs separated by ':')")
+                }
+            }
+            androidApps.append(AndroidApp(packageName: packageName, sha256CertFingerprints: fingerprints.map { $0.uppercased() }))
+            try app.finish()
+        }
+        self.androidApps = androidApps
 
         let phone = try reader.section("phone")
         let codeLength = try phone.int("codeLength", default: 6, in: 4...10)

@@ -201,12 +201,47 @@ public struct HeraldConfiguration: Sendable {
         public var displayName: String
         public var apiKeys: [String]
         public var authorizedDomains: [String]
+        /// Every iOS bundle id of the project: `iosBundleIds` (the shorthand) and those of `iosApps`.
         public var iosBundleIds: [String]
+        /// `projects[].iosApps`: the project's iOS apps (universal links, the reCAPTCHA fallback's callback).
+        public var iosApps: [IOSApp]
+        /// `projects[].androidApps`: the project's Android apps (app links).
+        public var androidApps: [AndroidApp]
         public var phone: Phone
         public var emailLink: EmailLink
         public var apple: Apple
         public var mfa: MFA
         public var appVerification: AppVerification
+
+        /// An iOS app of the project.
+        public struct IOSApp: Sendable, Equatable {
+            public var bundleId: String
+            /// The Apple developer team (apple-app-site-association names `<teamId>.<bundleId>`).
+            public var teamId: String?
+            /// `com.googleusercontent.apps.…`: the URL scheme the SDK returns to after the reCAPTCHA page.
+            public var reversedClientId: String?
+            /// The Firebase app id (`1:123:ios:abc`); the SDK's other callback scheme is `app-1-123-ios-abc`.
+            public var appId: String?
+
+            public init(bundleId: String, teamId: String? = nil, reversedClientId: String? = nil, appId: String? = nil) {
+                self.bundleId = bundleId
+                self.teamId = teamId
+                self.reversedClientId = reversedClientId
+                self.appId = appId
+            }
+
+            /// The URL schemes the app takes the reCAPTCHA result back on, as the iOS SDK builds them.
+            public var callbackSchemes: [String] {
+                [reversedClientId, appId.map { "app-" + $0.replacingOccurrences(of: ":", with: "-") }].compactMap { $0 }
+            }
+        }
+
+        /// An Android app of the project.
+        public struct AndroidApp: Sendable, Equatable {
+            public var packageName: String
+            /// SHA-256 fingerprints of the signing certificates (`AB:CD:…`), for assetlinks.json.
+            public var sha256CertFingerprints: [String]
+        }
 
         /// `projects[].phone`.
         public struct Phone: Sendable {

@@ -156,13 +156,37 @@ public struct SignInLink: Sendable, Equatable {
     public var oobCode: String
     public var continueURL: String?
     public var languageCode: String?
+    /// ActionCodeSettings for opening the link in the app (with `handleCodeInApp`).
+    public var app: AppSettings?
 
-    public init(actionURL: String, apiKey: String, oobCode: String, continueURL: String?, languageCode: String?) {
+    /// The apps that should open the link, as ActionCodeSettings name them. They travel in the link as
+    /// Firebase Dynamic Links' long-link parameters did: `ibi` (iOS bundle id), `apn` (Android package),
+    /// `amv` (Android minimum version) and `afl` (the web fallback, present unless the Android app should
+    /// be installed): the app receives the link through a universal link or app link on the action
+    /// domain; a browser without the app gets the action handler, which honours `apn` without `afl`.
+    public struct AppSettings: Sendable, Equatable {
+        public var iosBundleId: String?
+        public var androidPackageName: String?
+        public var androidInstallApp: Bool
+        public var androidMinimumVersion: String?
+
+        public init(iosBundleId: String?, androidPackageName: String?, androidInstallApp: Bool, androidMinimumVersion: String?) {
+            self.iosBundleId = iosBundleId
+            self.androidPackageName = androidPackageName
+            self.androidInstallApp = androidInstallApp
+            self.androidMinimumVersion = androidMinimumVersion
+        }
+    }
+
+    public init(
+        actionURL: String, apiKey: String, oobCode: String, continueURL: String?, languageCode: String?, app: AppSettings? = nil
+    ) {
         self.actionURL = actionURL
         self.apiKey = apiKey
         self.oobCode = oobCode
         self.continueURL = continueURL
         self.languageCode = languageCode
+        self.app = app
     }
 
     /// The link text, every value percent-encoded to the unreserved set.
@@ -170,6 +194,14 @@ public struct SignInLink: Sendable, Equatable {
         var query = [("apiKey", apiKey), ("mode", "signIn"), ("oobCode", oobCode)]
         if let continueURL { query.append(("continueUrl", continueURL)) }
         query.append(("lang", languageCode ?? TemplateCatalog.defaultLocale))
+        if let app {
+            if let bundle = app.iosBundleId { query.append(("ibi", bundle)) }
+            if let package = app.androidPackageName {
+                query.append(("apn", package))
+                if let version = app.androidMinimumVersion { query.append(("amv", version)) }
+                if app.androidInstallApp == false, let continueURL { query.append(("afl", continueURL)) }
+            }
+        }
         let separator = actionURL.contains("?") ? "&" : "?"
         return actionURL + separator + query.map { "\($0)=\(Self.percentEncode($1))" }.joined(separator: "&")
     }
