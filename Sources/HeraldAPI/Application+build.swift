@@ -117,6 +117,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     ).register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)
     WellKnownRoutes(configuration: configuration).register(on: router)
+    RecaptchaFallback(resolver: ProjectResolver(configuration: configuration)).register(on: router)
     MessageRoutes(ledger: dependencies.store, admin: AdminAuthorization(tokens: configuration.admin.tokens), clock: dependencies.clock)
         .register(on: router)
     ReceiptRoutes(ledger: dependencies.store, secret: configuration.sms.http.callbackSecret, clock: dependencies.clock).register(on: router)

@@ -34,6 +34,13 @@ public final class FakeSiteverify: Sendable {
     /// `http://127.0.0.1:<port>/siteverify`.
     public var url: String { "http://127.0.0.1:\(server.port)/siteverify" }
 
+    /// `http://127.0.0.1:<port>/widget.js`: a captcha widget that solves itself. It offers the render API
+    /// reCAPTCHA, hCaptcha and Turnstile share (`render(element, {sitekey, callback})`), calls the page's
+    /// `onload` function and, a moment after `render`, the callback with `widgetToken`.
+    public var widgetURL: String { "http://127.0.0.1:\(server.port)/widget.js" }
+    /// The token the fake widget hands out (register a verdict for it).
+    public static let widgetToken = "fake-widget-solved-token"
+
     /// Starts a server; tokens not registered get `success: false` with `invalid-input-response`.
     public static func start(secret: String, verdicts: [String: Verdict]) async throws -> FakeSiteverify {
         let state = State(verdicts)
@@ -59,6 +66,24 @@ public final class FakeSiteverify: Sendable {
             fields[.contentType] = "application/json"
             return Response(
                 status: .ok, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: answer))))
+        }
+        router.get("/widget.js") { _, _ -> Response in
+            let script = """
+                (function () {
+                  var query = (document.currentScript && document.currentScript.src.split("?")[1]) || "";
+                  var onload = new URLSearchParams(query).get("onload");
+                  var api = { render: function (element, options) {
+                    window.fakeWidgetSiteKey = options.sitekey;
+                    setTimeout(function () { options.callback("\(widgetToken)"); }, 100);
+                    return 0;
+                  } };
+                  window.grecaptcha = api; window.hcaptcha = api; window.turnstile = api;
+                  if (onload && typeof window[onload] === "function") { window[onload](); }
+                })();
+                """
+            var fields = HTTPFields()
+            fields[.contentType] = "application/javascript"
+            return Response(status: .ok, headers: fields, body: .init(byteBuffer: ByteBuffer(string: script)))
         }
         return FakeSiteverify(state: state, server: try await BackgroundServer.start(router: router))
     }

@@ -42,8 +42,6 @@ struct IdentityToolkitRoutes: Sendable {
         "signInWithGameCenter": "accounts:signInWithGameCenter",
         "downloadAccount": "accounts:batchGet",
         "uploadAccount": "accounts:batchCreate",
-        "getProjectConfig": "getProjectConfig",
-        "getRecaptchaParam": "getRecaptchaParam",
         "getPublicKeys": "getPublicKeys",
         "setProjectConfig": "setProjectConfig",
         "signOutUser": "signOutUser",
@@ -53,8 +51,8 @@ struct IdentityToolkitRoutes: Sendable {
     /// client sees what is missing (never 404 for an operation that exists). The README lists them.
     static let unservedOperations: Set<String> = [
         "accounts:signUp", "accounts:signInWithPassword", "accounts:signInWithCustomToken", "accounts:signInWithGameCenter",
-        "accounts:resetPassword", "accounts:issueSamlResponse", "accounts:batchGet", "accounts:batchCreate", "getProjectConfig",
-        "getRecaptchaParam", "getPublicKeys", "setProjectConfig", "signOutUser", "accounts:query", "accounts:batchDelete",
+        "accounts:resetPassword", "accounts:issueSamlResponse", "accounts:batchGet", "accounts:batchCreate", "getPublicKeys", "setProjectConfig",
+        "signOutUser", "accounts:query", "accounts:batchDelete",
     ]
 
     /// v2 operations (`/v2/accounts/…` and `/v2/accounts:…`) Herald does not serve.
@@ -245,10 +243,10 @@ struct RecaptchaConfig: Encodable {
     var recaptchaEnforcementState: [State]
 
     init(project: HeraldConfiguration.Project) {
-        let key = project.appVerification.captchaSiteKey
-        recaptchaKey = key.map { "projects/\(project.id)/keys/\($0)" }
+        let enforced = project.appVerification.enforcesRecaptchaEnterprise
+        recaptchaKey = enforced ? project.appVerification.captchaSiteKey.map { "projects/\(project.id)/keys/\($0)" } : nil
         recaptchaEnforcementState = [
-            State(provider: "PHONE_PROVIDER", enforcementState: key == nil ? "OFF" : "ENFORCE"),
+            State(provider: "PHONE_PROVIDER", enforcementState: enforced ? "ENFORCE" : "OFF"),
             State(provider: "EMAIL_PASSWORD_PROVIDER", enforcementState: "OFF"),
         ]
     }

@@ -565,7 +565,19 @@ extension HeraldConfiguration.Project {
             captchaVerifyUrl: try captcha.optionalString("verifyUrl"),
             captchaSecret: try captcha.optionalString("secret"),
             captchaMinScore: try captcha.double("minScore", default: 0.5, in: 0...1),
-            captchaSiteKey: try captcha.optionalString("siteKey"))
+            captchaSiteKey: try captcha.optionalString("siteKey"),
+            // Without a widget script the site key is what it always was: reCAPTCHA Enterprise.
+            captchaWidget: AppVerification.CaptchaWidget(
+                rawValue: try captcha.choice(
+                    "widget", AppVerification.CaptchaWidget.allCases.map(\.rawValue),
+                    default: try captcha.optionalString("widgetScriptUrl") == nil ? "recaptchaEnterprise" : "recaptcha"))!,
+            captchaWidgetScriptUrl: try captcha.optionalString("widgetScriptUrl"))
+        if let url = self.appVerification.captchaWidgetScriptUrl {
+            guard url.hasPrefix("https://") || url.hasPrefix("http://"), URL(string: url)?.host != nil else {
+                throw captcha.fail("widgetScriptUrl", "must be an http(s):// URL")
+            }
+            guard self.appVerification.captchaSiteKey != nil else { throw captcha.fail("siteKey", "is required with widgetScriptUrl") }
+        }
         if let url = self.appVerification.captchaVerifyUrl {
             guard url.hasPrefix("https://") || url.hasPrefix("http://") else { throw captcha.fail("verifyUrl", "must be an http(s):// URL") }
             guard self.appVerification.captchaSecret != nil else { throw captcha.fail("secret", "is required with verifyUrl") }

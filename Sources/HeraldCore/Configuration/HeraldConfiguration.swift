@@ -335,8 +335,21 @@ public struct HeraldConfiguration: Sendable {
             public var captchaSecret: String?
             /// Minimum reCAPTCHA-style score, applied only when the answer carries one.
             public var captchaMinScore: Double
-            /// A reCAPTCHA Enterprise site key: `recaptchaConfig` then tells SDKs to ENFORCE it.
+            /// The site key of the captcha widget (`captcha.siteKey`). With `widget: recaptchaEnterprise`
+            /// `recaptchaConfig` tells SDKs to ENFORCE it.
             public var captchaSiteKey: String?
+            /// Which widget the site key belongs to.
+            public var captchaWidget: CaptchaWidget
+            /// The widget's script, loaded by the reCAPTCHA fallback page (`/__/auth/handler`).
+            public var captchaWidgetScriptUrl: String?
+
+            /// A captcha widget: how the fallback page renders it.
+            public enum CaptchaWidget: String, Sendable, CaseIterable {
+                case recaptcha, recaptchaEnterprise, hcaptcha, turnstile
+            }
+
+            /// True when SDKs must send reCAPTCHA Enterprise tokens (`recaptchaConfig` ENFORCE).
+            public var enforcesRecaptchaEnterprise: Bool { captchaSiteKey != nil && captchaWidget == .recaptchaEnterprise }
         }
     }
 
