@@ -48,12 +48,13 @@ public struct APIDependencies: Sendable {
     ) async throws -> APIDependencies {
         let store = try await SQLStore.open(configuration.store, logger: logger)
         let topology = Topology(configuration: configuration)
+        let types = Topology.types(in: configuration)
         let connection = AMQPConnection(
             options: .init(configuration.amqp, role: .publisher, name: "herald-api"),
             logger: logger,
             onConnect: { channel in
                 do {
-                    try topology.declare(on: channel)
+                    try topology.declare(on: channel, types: types)
                 } catch {
                     logger.error("cannot declare the broker topology", metadata: ["error": .string("\(error)")])
                     throw error

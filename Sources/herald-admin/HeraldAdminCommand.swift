@@ -55,16 +55,16 @@ extension HeraldAdminCommand.Topology {
         @OptionGroup var options: CommonOptions
 
         func run() async throws {
-            let (_, topology, connection) = try await adminConnection(options)
+            let (configuration, topology, connection) = try await adminConnection(options)
             defer { Task { await connection.shutdown() } }
             do {
-                try await connection.perform { try topology.declare(on: $0) }
+                try await connection.perform { try topology.declare(on: $0, types: HeraldAMQP.Topology.types(in: configuration)) }
             } catch let error as AMQPError {
                 await connection.shutdown()
                 throw ValidationError(
                     "\(error.detail)\nA queue exists with different arguments; delete it (after draining) or choose another amqp.exchange.")
             }
-            for type in HeraldAMQP.Topology.supportedTypes {
+            for type in HeraldAMQP.Topology.types(in: configuration) {
                 print(
                     "declared exchange \(topology.exchange) and \(topology.deadLetterExchange); queues: \(topology.queues(type).joined(separator: ", "))"
                 )
@@ -106,7 +106,7 @@ extension HeraldAdminCommand.Topology {
             let management = configuration.amqp.managementURL.map { BrokerManagement(baseURL: $0, endpoint: configuration.amqp.endpoints[0]) }
             var managementProblem: String?
             var unserved: [String] = []
-            for type in HeraldAMQP.Topology.supportedTypes {
+            for type in HeraldAMQP.Topology.types(in: configuration) {
                 let mustBeServed = required.isEmpty || required.contains(type)
                 for queue in topology.queues(type) {
                     do {

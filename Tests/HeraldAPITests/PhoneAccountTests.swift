@@ -152,6 +152,10 @@ struct PhoneAccountTests {
             let withdraw = try await client.post(
                 "/v2/accounts/mfaEnrollment:withdraw", apiKey: Self.key, json: ["idToken": token, "mfaEnrollmentId": "x"])
             #expect(withdraw.errorMessage == tooOld)
+            // Linking another address with an email link replaces the account's email: also sensitive.
+            let newAddress = try await SecurityTests.emailSignIn(
+                "gina.new@example.com", harness: harness, client: client, admin: admin, idToken: token)
+            #expect(newAddress.errorMessage == tooOld)
 
             // Re-authenticating (a new email link) gives a recent sign-in again.
             let again = try await SecurityTests.emailSignIn("gina@example.com", harness: harness, client: client, admin: admin)

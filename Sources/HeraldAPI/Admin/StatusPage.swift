@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAMQP
 import HeraldCore
 import HeraldCurl
 import Hummingbird
@@ -125,7 +126,7 @@ struct StatusPage: Sendable {
     func queuesSection() async -> String {
         var rows: [String] = []
         var workers: [String] = []
-        for type in [JobType.sms, .email, .push] {
+        for type in Topology.types(in: configuration) {
             let oldest = (try? await store.oldestWaiting(type: type)).flatMap { $0 }
             let age = oldest.map { Self.age(clock.now.timeIntervalSince($0)) } ?? "none waiting"
             var consumers = "?"
@@ -199,7 +200,7 @@ struct StatusPage: Sendable {
     func deadLettersSection(caller: Caller) async -> String {
         guard let broker else { return "<section id=\"dead-letters\"><h2>Dead letters</h2><p>Broker not connected.</p></section>" }
         var parts: [String] = []
-        for type in [JobType.sms, .email, .push] {
+        for type in Topology.types(in: configuration) {
             guard let dead = try? await broker.deadLetters(type, limit: 50), dead.isEmpty == false else { continue }
             let rows = dead.map { letter in
                 """

@@ -152,7 +152,12 @@ struct EmailLinkSignIn: Sendable {
         // A signed-in caller links the address to itself; checked before the code is spent, so a refused
         // link can still sign in to the address's own account.
         var linking: UserAccount?
-        if let idToken = body.string("idToken") { linking = try await signedIn.resolve(idToken, project: project).user }
+        if let idToken = body.string("idToken") {
+            let (user, token) = try await signedIn.resolve(idToken, project: project)
+            // Replacing the account's address is an email change: it needs a recent sign-in.
+            if let current = user.email, current != record.email { try signedIn.requireRecent(token) }
+            linking = user
+        }
         if let linking, let owner = try await store.user(projectID: project.id, email: record.email), owner.localID != linking.localID {
             throw HeraldError(.emailExists)
         }
