@@ -77,7 +77,8 @@ extension SQLStore {
     }
 
     public func hasSecondFactor(projectID: String, phoneNumber: String) async throws -> Bool {
-        try await run { db in
+        if let secondFactorLookups { return try await secondFactorLookups.hasSecondFactor(projectID: projectID, phoneNumber: phoneNumber) }
+        return try await run { db in
             try db.query(
                 """
                 SELECT 1 FROM users u JOIN mfa_enrollments m ON m.project_id = u.project_id AND m.local_id = u.local_id

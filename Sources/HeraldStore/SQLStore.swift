@@ -13,12 +13,15 @@ public final class SQLStore: HeraldStoreProtocol {
     /// PostgreSQL: group commit for the send and delivery hot paths (SQLite's backend commits every
     /// call in batches already).
     let batcher: PostgresBatcher?
+    /// PostgreSQL: the send path's second-factor question, coalesced.
+    let secondFactorLookups: SecondFactorLookups?
 
     public var dialect: SQLDialect { backend.dialect }
 
     init(backend: any SQLBackend) {
         self.backend = backend
         self.batcher = backend.dialect == .postgres ? PostgresBatcher(backend: backend) : nil
+        self.secondFactorLookups = backend.dialect == .postgres ? SecondFactorLookups(backend: backend) : nil
     }
 
     /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema

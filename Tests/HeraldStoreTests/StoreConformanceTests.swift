@@ -309,6 +309,35 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("second-factor lookups by first-factor number answer each caller right, also when many arrive at once", arguments: StoreKind.allCases)
+    func secondFactorLookups(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date()
+            for (index, enrolled) in [true, false, true].enumerated() {
+                let user = UserAccount(
+                    localID: "u\(index)".padding(toLength: 28, withPad: "0", startingAt: 0), projectID: "p", phoneNumber: "+1555555010\(index)",
+                    createdAt: now, lastLoginAt: now)
+                try await store.insertUser(user)
+                if enrolled {
+                    try await store.addMFAEnrollment(
+                        MFAEnrollment(enrollmentID: "e\(index)", phoneNumber: "+15555559999", displayName: nil, enrolledAt: now), projectID: "p",
+                        localID: user.localID)
+                }
+            }
+            let questions = (0..<60).map { index in (project: index % 7 == 0 ? "q" : "p", phone: "+1555555010\(index % 4)") }
+            let answers = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+                for (index, question) in questions.enumerated() {
+                    group.addTask { (index, try await store.hasSecondFactor(projectID: question.project, phoneNumber: question.phone)) }
+                }
+                return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            for (index, question) in questions.enumerated() {
+                let expected = question.project == "p" && ["+15555550100", "+15555550102"].contains(question.phone)
+                #expect(answers[index] == expected, "\(question)")
+            }
+        }
+    }
+
     @Test("refresh tokens are found by hash", arguments: StoreKind.allCases)
     func refreshTokens(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

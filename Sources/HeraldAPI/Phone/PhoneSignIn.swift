@@ -186,6 +186,7 @@ struct PhoneSignIn: Sendable {
         var caller: (user: UserAccount, token: TokenIssuer.Verified)?
         if let proof = body.string("temporaryProof") {
             guard let claimed = body.string("phoneNumber") else { throw HeraldError(.missingPhoneNumber) }
+            guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
             (phoneNumber, proven) = try openProof(proof, phoneNumber: claimed, projectID: project.id)
             // The proof came from a refused link: replaying it into a link is refused the same way.
             if body.string("idToken") != nil { throw HeraldError(.phoneNumberExists) }
