@@ -1,11 +1,14 @@
 import Foundation
+import Synchronization
 
 /// A real Herald executable started by a test, its output captured to a file for assertions.
 public final class HeraldProcess: @unchecked Sendable {
-    // @unchecked: `process` is only mutated before `run()`; Foundation's Process is thread-safe after.
+    // @unchecked: every stored property is immutable or Sendable.
     public let name: String
     public let logPath: String
-    let process: Process
+    let process: SpawnedProcess
+    /// The log file, open for the child's stdout (and stderr) until this object goes.
+    let log: FileHandle
     /// Copies stderr into the log when it is a pipe (`pipeStderr`), until `closeStderrReader()`.
     let stderrRelay: PipeRelay?
 
@@ -32,31 +35,30 @@ public final class HeraldProcess: @unchecked Sendable {
         self.logPath = logDirectory + "/\(name)-\(UUID().uuidString.prefix(6)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process = Process()
-        if let networkNamespace {
-            process.executableURL = URL(fileURLWithPath: TestNetwork.ipPath)
-            process.arguments = ["netns", "exec", networkNamespace, binary] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = arguments
-        }
+        log = handle
+        let path = networkNamespace == nil ? binary : TestNetwork.ipPath
+        let argv = networkNamespace.map { ["netns", "exec", $0, binary] + arguments } ?? arguments
         var env = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("HERALD_") == false }
         env.merge(environment) { $1 }
-        process.environment = env
-        process.standardOutput = handle
+        let stderrFD: Int32
+        var writeEnd: Int32 = -1
         if pipeStderr {
             // Close-on-exec, so processes other tests spawn meanwhile do not inherit a read end (a second
             // reader would keep the pipe open after the test closes its own).
             var ends: [Int32] = [0, 0]
             guard pipe(&ends) == 0 else { throw TestFailure("pipe() failed") }
             for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-            process.standardError = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+            stderrFD = ends[1]
+            writeEnd = ends[1]
             stderrRelay = PipeRelay(readEnd: ends[0], into: handle)
         } else {
-            process.standardError = handle
+            stderrFD = handle.fileDescriptor
             stderrRelay = nil
         }
-        try launch(process)
+        defer { if writeEnd >= 0 { Glibc.close(writeEnd) } }
+        process = try launches.withLock { _ in
+            try SpawnedProcess(path: path, arguments: argv, environment: env, stdout: handle.fileDescriptor, stderr: stderrFD)
+        }
     }
 
     /// Closes the read end of the stderr pipe: every later write of the process to stderr fails (EPIPE).
@@ -64,7 +66,7 @@ public final class HeraldProcess: @unchecked Sendable {
         stderrRelay?.close()
     }
 
-    public var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.pid }
     public var isRunning: Bool { process.isRunning }
 
     /// Everything the process wrote so far (stdout and stderr).
@@ -81,23 +83,20 @@ public final class HeraldProcess: @unchecked Sendable {
     /// SIGTERM, then waits; returns the exit status.
     @discardableResult
     public func terminate(timeout: Duration = .seconds(30)) async -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        if process.isRunning { kill(process.pid, SIGTERM) }
         return await waitForExit(timeout: timeout)
     }
 
     /// SIGKILL: no chance to clean up.
     public func kill9() async {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { kill(process.pid, SIGKILL) }
         _ = await waitForExit(timeout: .seconds(10))
     }
 
     public func waitForExit(timeout: Duration) async -> Int32 {
         _ = await eventually(timeout: timeout) { process.isRunning == false }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        return process.terminationStatus
+        if process.isRunning { kill(process.pid, SIGKILL) }
+        return process.exitStatus
     }
 }
 

@@ -26,4 +26,4 @@ public func launch(_ process: Process) throws {
     try launches.withLock { _ in try process.run() }
 }
 
-private let launches = Mutex(())
+let launches = Mutex(())
