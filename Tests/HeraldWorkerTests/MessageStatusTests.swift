@@ -106,11 +106,13 @@ struct MessageStatusTests {
 
     @Test("in doubt: a timed-out send is listed as uncertain; resolve --resend sends it once more, --sent settles it; exit 4, 5")
     func resolveUncertain() async throws {
-        try await StackHarness.run(configure: { $0.gatewayTimeout = "1s" }) { stack in
+        // A 3 s timeout: the resend below must get its answer in time also on a loaded CI machine (with 1 s
+        // it once did not, and went in doubt again).
+        try await StackHarness.run(configure: { $0.gatewayTimeout = "3s" }) { stack in
             try await stack.startAPI()
             try await stack.startWorker()
             // Two sends the gateway answers too late: the request left, so each is in doubt, never resent by itself.
-            stack.gateway.script([FakeSMSGateway.Reply(status: 200, delay: .seconds(3)), FakeSMSGateway.Reply(status: 200, delay: .seconds(3))])
+            stack.gateway.script([FakeSMSGateway.Reply(status: 200, delay: .seconds(6)), FakeSMSGateway.Reply(status: 200, delay: .seconds(6))])
             _ = try await stack.sendCode(to: "+15555550111")
             _ = try await stack.sendCode(to: "+15555550112")
             try await stack.waitForGateway(2)
