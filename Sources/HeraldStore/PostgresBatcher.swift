@@ -25,13 +25,10 @@ final class PostgresBatcher: Sendable {
         var row: [SQLValue]
     }
 
-    private struct Waiting: Sendable {
-        let operation: Operation
-        let continuation: CheckedContinuation<Answer, any Error>
-    }
+    private typealias Waiting = Coalescer<Operation, Answer>.Waiting
 
     private let backend: any SQLBackend
-    private let state = Mutex<(waiting: [Waiting], running: Int)>(([], 0))
+    private let queue = Coalescer<Operation, Answer>(inFlight: PostgresBatcher.inFlight, maximumBatch: PostgresBatcher.maximumBatch)
     /// Batches in flight at once. Two were measured at half the throughput of one: the second batch
     /// only waits on the first's row locks, and batches sharing a number can deadlock and retry.
     static let inFlight = 1
@@ -44,28 +41,9 @@ final class PostgresBatcher: Sendable {
     }
 
     func submit(_ operation: Operation) async throws -> Answer {
-        try await withCheckedThrowingContinuation { continuation in
-            let start = state.withLock { state in
-                state.waiting.append(Waiting(operation: operation, continuation: continuation))
-                guard state.running < Self.inFlight else { return false }
-                state.running += 1
-                return true
-            }
-            if start { Task { await self.drain() } }
-        }
-    }
-
-    private func drain() async {
-        while true {
-            let batch = state.withLock { state in
-                let batch = Array(state.waiting.prefix(Self.maximumBatch))
-                state.waiting.removeFirst(batch.count)
-                if batch.isEmpty { state.running -= 1 }
-                return batch
-            }
-            if batch.isEmpty { return }
-            batchSizes.record(batch.count)
-            await run(batch)
+        try await queue.submit(operation) { batch in
+            self.batchSizes.record(batch.count)
+            await self.run(batch)
         }
     }
 
@@ -77,7 +55,7 @@ final class PostgresBatcher: Sendable {
             let rows = try await backend.statement(
                 """
                 SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v3(?::jsonb)
-                """, [.text(Self.body(batch.map(\.operation)))])
+                """, [.text(Self.body(batch.map(\.item)))])
             var answers = [Answer?](repeating: nil, count: batch.count)
             for row in rows {
                 if let index = row.first?.int, answers.indices.contains(Int(index)) { answers[Int(index)] = Answer(row: Array(row.dropFirst())) }
