@@ -43,11 +43,10 @@ public final class HeraldProcess: @unchecked Sendable {
         let stderrFD: Int32
         var writeEnd: Int32 = -1
         if pipeStderr {
-            // Close-on-exec, so processes other tests spawn meanwhile do not inherit a read end (a second
-            // reader would keep the pipe open after the test closes its own).
+            // Close-on-exec from the start (pipe2), so processes other tests spawn meanwhile do not inherit
+            // a read end (a second reader would keep the pipe open after the test closes its own).
             var ends: [Int32] = [0, 0]
-            guard pipe(&ends) == 0 else { throw TestFailure("pipe() failed") }
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            guard pipe2(&ends, O_CLOEXEC) == 0 else { throw TestFailure("pipe2() failed") }
             stderrFD = ends[1]
             writeEnd = ends[1]
             stderrRelay = PipeRelay(readEnd: ends[0], into: handle)

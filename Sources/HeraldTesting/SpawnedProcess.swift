@@ -16,6 +16,9 @@ final class SpawnedProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        // Nothing else of the test process reaches the child: a pipe end another test holds (its stderr
+        // pipe) must close when that test closes it, not stay open in an unrelated child.
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -46,3 +49,11 @@ final class SpawnedProcess: Sendable {
         return status.withLock { $0 ?? -1 }
     }
 }
+
+// glibc functions Swift's Glibc module does not import (they need _GNU_SOURCE); both exist since glibc 2.34.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func posix_spawn_file_actions_addclosefrom_np(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
+
+/// pipe(2) with O_CLOEXEC set atomically: no child spawned meanwhile inherits an end.
+@_silgen_name("pipe2")
+func pipe2(_ ends: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
