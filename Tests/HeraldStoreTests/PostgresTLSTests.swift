@@ -33,7 +33,7 @@ struct PostgresTLSTests {
             let url = base + query
             return try await SQLStore.open(
                 HeraldConfiguration.Store(
-                    url: url, location: try StoreLocation(parsing: url), poolSize: 2, connectTimeout: .seconds(3), caFile: caFile),
+                    url: url, location: try StoreLocation(parsing: url), poolSize: 2, connectTimeout: .seconds(15), caFile: caFile),
                 logger: Logger(label: "test"))
         }
 
