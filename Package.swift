@@ -101,10 +101,11 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "Yams",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -237,7 +238,12 @@ let package = Package(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "HeraldRuntimeTests", dependencies: ["HeraldCore", "HeraldRuntime", "HeraldTesting"], swiftSettings: swiftSettings),
+            name: "HeraldRuntimeTests",
+            dependencies: [
+                "HeraldCore", "HeraldRuntime", "HeraldTesting",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldAMQPTests",
             dependencies: ["HeraldAMQP", "HeraldCore", "HeraldTesting", .product(name: "Logging", package: "swift-log")],
@@ -263,6 +269,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

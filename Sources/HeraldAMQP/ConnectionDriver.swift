@@ -32,6 +32,10 @@ final class ConnectionDriver {
 
     /// Publisher state: which publishes wait for a confirm (per connection incarnation).
     var confirms = ConfirmTracker<AMQPConnection.PendingPublish>()
+    /// Publishes and acks of this turn of the loop, written with one `send` (`OutboundFrames`); only on
+    /// a plain TCP connection, whose socket is `rawSocket`.
+    var outbound = OutboundFrames()
+    var rawSocket: Int32?
 
     // Consumer state. Once cancelled, a reconnect does not consume again.
     var consuming = false
@@ -55,6 +59,7 @@ final class ConnectionDriver {
                 return shared.inbox
             }
             for command in commands { execute(command) }
+            flushOutbound()
             if stopping { break }
             if state != nil {
                 pumpFrames()
@@ -119,6 +124,8 @@ final class ConnectionDriver {
             var rpcTimeout = timeval(max(options.connectTimeout, .seconds(10)))
             _ = amqp_set_rpc_timeout(state, &rpcTimeout)
             self.state = state
+            outbound.removeAll()
+            rawSocket = endpoint.tls ? nil : amqp_get_sockfd(state)
             try login(state, endpoint)
             amqp_channel_open(state, Self.mainChannel)
             try checkReply(state, "channel.open")
@@ -166,6 +173,7 @@ final class ConnectionDriver {
                 amqp_destroy_connection(state)
                 self.state = nil
             }
+            rawSocket = nil
             let message = (error as? AMQPError)?.detail ?? "\(error)"
             if message != lastConnectError[endpointIndex] {
                 logger.warning(
@@ -265,6 +273,8 @@ final class ConnectionDriver {
             amqp_destroy_connection(state)
             self.state = nil
         }
+        rawSocket = nil
+        outbound.removeAll()
         owner.shared.withLock {
             $0.connected = false
             $0.endpoint = nil
@@ -280,6 +290,7 @@ final class ConnectionDriver {
     }
 
     func closeCleanly() {
+        rawSocket = nil
         if let state {
             amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS))
             amqp_destroy_connection(state)
@@ -334,6 +345,11 @@ final class ConnectionDriver {
 
     func execute(_ command: AMQPConnection.Command) {
         switch command {
+        case .publish, .settle: break
+        // Anything else may write through rabbitmq-c: the frames before it go first.
+        case .stop, .perform, .cancelConsumer: flushOutbound()
+        }
+        switch command {
         case .stop:
             stopping = true
         case .publish(let publish):
@@ -345,6 +361,13 @@ final class ConnectionDriver {
         case .settle(let tag, let generation, let settlement):
             // Tags of an older connection are void: the broker requeued those deliveries already.
             guard let state, brokenReason == nil, generation == self.generation else { return }
+            if rawSocket != nil {
+                switch settlement {
+                case .ack: outbound.ack(tag: tag, channel: Self.mainChannel)
+                case .nack(let requeue): outbound.nack(tag: tag, requeue: requeue, channel: Self.mainChannel)
+                }
+                return
+            }
             let status: Int32
             switch settlement {
             case .ack: status = amqp_basic_ack(state, Self.mainChannel, tag, 0)
@@ -389,6 +412,16 @@ final class ConnectionDriver {
 
     func send(_ publish: AMQPConnection.PendingPublish, on state: amqp_connection_state_t) {
         let message = publish.message
+        if rawSocket != nil {
+            do {
+                try outbound.publish(message, channel: Self.mainChannel, frameMax: Int(amqp_get_frame_max(state)))
+            } catch {
+                publish.continuation.resume(throwing: error)
+                return
+            }
+            confirms.published(messageID: message.messageID, deadline: publish.deadline, waiter: publish)
+            return
+        }
         let arena = CArena()
         var properties = amqp_basic_properties_t()
         var flags: Int32 = 0
@@ -427,6 +460,39 @@ final class ConnectionDriver {
             return
         }
         confirms.published(messageID: message.messageID, deadline: publish.deadline, waiter: publish)
+    }
+
+    /// Writes the buffered frames. The socket is rabbitmq-c's (non-blocking): a full send buffer is
+    /// waited out in `poll`, up to the publish timeout without progress, after which the connection is
+    /// given up as rabbitmq-c would give up a frame it cannot write.
+    func flushOutbound() {
+        guard outbound.isEmpty == false else { return }
+        defer { outbound.removeAll() }
+        guard let socket = rawSocket, state != nil, brokenReason == nil else { return }
+        var lastProgress = ContinuousClock.now
+        outbound.bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let sent = Glibc.send(socket, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if sent > 0 {
+                    offset += sent
+                    lastProgress = ContinuousClock.now
+                    continue
+                }
+                let failure = errno
+                if sent < 0, failure == EINTR { continue }
+                guard sent < 0, failure == EAGAIN || failure == EWOULDBLOCK else {
+                    markBroken("send: \(String(cString: strerror(failure)))")
+                    return
+                }
+                if ContinuousClock.now - lastProgress > owner.options.publishTimeout {
+                    markBroken("send: the broker took nothing for \(owner.options.publishTimeout)")
+                    return
+                }
+                var fd = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&fd, 1, 100)
+            }
+        }
     }
 
     func expirePublishes() {

@@ -114,7 +114,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         revocation: AppleTokenRevocation(
             store: dependencies.store, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys, clock: dependencies.clock,
             logger: logger),
-        admin: AdminAuthorization(tokens: configuration.admin.tokens), idleTimeout: idleTimeout
+        admin: AdminAuthorization(tokens: configuration.admin.tokens), bodyDeadlines: BodyDeadlines(timeout: idleTimeout)
     ).register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)
     WellKnownRoutes(configuration: configuration).register(on: router)

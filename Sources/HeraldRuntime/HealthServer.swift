@@ -1,7 +1,8 @@
-import Hummingbird
-import Logging
 import NIOCore
+import NIOHTTP1
+import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// `/healthz`, `/readyz` and `/metrics` for a worker process, and herald-api's metrics listener (kept off
 /// the public port).
@@ -9,32 +10,149 @@ import ServiceLifecycle
 /// `/healthz` answers while the process runs; `/readyz` answers 200 only while `isReady()` holds
 /// (the broker consumer is connected and the store opened), 503 otherwise, so orchestrators stop
 /// routing to and restarting at the right moments.
+///
+/// Plain NIO HTTP/1.1 rather than a web framework: three fixed answers need no router, and workers
+/// then link no framework at all. (Hummingbird here cost every worker about 4 MiB of resident memory:
+/// its Date-header cache opens the time zone through ICU at start.)
 public struct HealthServer: Service {
-    let application: Application<RouterResponder<BasicRequestContext>>
+    let host: String
+    let port: Int
+    let idleTimeout: Duration
+    let isReady: @Sendable () -> Bool
+    let onListening: @Sendable (Int) -> Void
+    let group: any EventLoopGroup
 
+    /// `group`: NIO's shared loops in the processes; tests give the listener loops of its own.
     public init(
-        host: String, port: Int, idleTimeout: Duration, logger: Logger, isReady: @escaping @Sendable () -> Bool,
-        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+        host: String, port: Int, idleTimeout: Duration, isReady: @escaping @Sendable () -> Bool,
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
-        let router = Router()
-        router.get("/healthz") { _, _ in "ok\n" }
-        router.get("/readyz") { _, _ -> Response in
-            let ready = isReady()
-            return Response(status: ready ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready\n")))
+        self.host = host
+        self.port = port
+        self.idleTimeout = idleTimeout
+        self.isReady = isReady
+        self.onListening = onListening
+        self.group = group
+    }
+
+    /// The answer to one request head.
+    static func answer(method: HTTPMethod, path: String, isReady: () -> Bool) -> (status: HTTPResponseStatus, contentType: String, body: String) {
+        let plain = "text/plain; charset=utf-8"
+        guard method == .GET || method == .HEAD else { return (.methodNotAllowed, plain, "method not allowed\n") }
+        switch path.prefix(while: { $0 != "?" }) {
+        case "/healthz": return (.ok, plain, "ok\n")
+        case "/readyz": return isReady() ? (.ok, plain, "ready\n") : (.serviceUnavailable, plain, "not ready\n")
+        case "/metrics": return (.ok, "text/plain; version=0.0.4", HeraldMetrics.exposition())
+        default: return (.notFound, plain, "not found\n")
         }
-        router.get("/metrics") { _, _ -> Response in
-            var headers = HTTPFields()
-            headers[.contentType] = "text/plain; version=0.0.4"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: HeraldMetrics.exposition())))
-        }
-        self.application = Application(
-            router: router, server: .http1(configuration: .init(idleTimeout: TimeAmount(idleTimeout))),
-            configuration: .init(address: .hostname(host, port: port), serverName: "herald-worker"),
-            onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) }, logger: logger)
     }
 
     public func run() async throws {
-        try await application.run()
+        let connections = OpenConnections()
+        let (isReady, deadline) = (self.isReady, TimeAmount(idleTimeout))
+        let server = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                connections.add(channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(HealthHandler(isReady: isReady, deadline: deadline))
+                }
+            }
+            .bind(host: host, port: port).get()
+        onListening(server.localAddress?.port ?? port)
+        // Until SIGTERM (the worker drains first) or cancellation: then no new connection, and the
+        // open keep-alive ones are closed.
+        try? await gracefulShutdown()
+        try? await server.close()
+        for channel in connections.all() { channel.close(promise: nil) }
+    }
+}
+
+/// Child channels still open, to close them at shutdown.
+private final class OpenConnections: Sendable {
+    private let channels = Mutex([ObjectIdentifier: any Channel]())
+
+    func add(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        channels.withLock { $0[id] = channel }
+        channel.closeFuture.whenComplete { _ in _ = self.channels.withLock { $0.removeValue(forKey: id) } }
+    }
+
+    func all() -> [any Channel] { channels.withLock { Array($0.values) } }
+}
+
+/// Answers each request once its end arrives (a body, if any, is read and dropped). A connection must
+/// bring a whole request within `deadline` of opening or of its last answer, or it is closed: that
+/// ends idle keep-alive connections and heads trickled a byte at a time alike.
+private final class HealthHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let isReady: @Sendable () -> Bool
+    let deadline: TimeAmount
+    private var head: HTTPRequestHead?
+    private var timer: Scheduled<Void>?
+
+    init(isReady: @escaping @Sendable () -> Bool, deadline: TimeAmount) {
+        self.isReady = isReady
+        self.deadline = deadline
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+        case .body:
+            break
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            timer?.cancel()
+            timer = nil
+            respond(to: head, context: context)
+        }
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let answer = HealthServer.answer(method: head.method, path: head.uri, isReady: isReady)
+        let body = context.channel.allocator.buffer(string: answer.body)
+        let keepAlive = head.isKeepAlive
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: answer.contentType)
+        headers.add(name: "Content-Length", value: String(body.readableBytes))
+        if keepAlive == false { headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: answer.status, headers: headers))), promise: nil)
+        if head.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        let channel = context.channel
+        if keepAlive {
+            arm(context)
+        } else {
+            written.whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 }
 

@@ -2,7 +2,7 @@ import Synchronization
 
 /// Group commit's queue: callers that arrive while `inFlight` batches are running wait, then go together
 /// (at most `maximumBatch`) as the next batch, handed to `run`, which answers each waiting caller.
-/// `PostgresBatcher` (admissions, claims, outcomes) and `SecondFactorLookups` share it.
+/// `PostgresBatcher` (admissions, claims, outcomes) runs on it.
 final class Coalescer<Item: Sendable, Answer: Sendable>: Sendable {
     struct Waiting: Sendable {
         let item: Item

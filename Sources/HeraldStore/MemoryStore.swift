@@ -144,9 +144,11 @@ public final class MemoryStore: HeraldStoreProtocol {
     }
 
     public func hasSecondFactor(projectID: String, phoneNumber: String) async throws -> Bool {
-        state.withLock { state in
-            state.users[projectID]?.values.contains { $0.phoneNumber == phoneNumber && $0.mfaEnrollments.isEmpty == false } ?? false
-        }
+        state.withLock { Self.hasSecondFactor($0, projectID: projectID, phoneNumber: phoneNumber) }
+    }
+
+    private static func hasSecondFactor(_ state: State, projectID: String, phoneNumber: String) -> Bool {
+        state.users[projectID]?.values.contains { $0.phoneNumber == phoneNumber && $0.mfaEnrollments.isEmpty == false } ?? false
     }
 
     public func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount? {
@@ -344,6 +346,9 @@ public final class MemoryStore: HeraldStoreProtocol {
         return try state.withLock { state in
             // All or nothing, as the SQL transaction: the one write that can fail is checked before any other.
             guard state.sessions[session.id] == nil else { throw StoreError(.unique("verification_sessions_pkey"), "session exists") }
+            if send.refuseSecondFactorHolders, Self.hasSecondFactor(state, projectID: session.projectID, phoneNumber: session.phoneNumber) {
+                return .secondFactorHolder
+            }
             let prefixKey = "\(session.projectID)\u{0}\(send.prefix)"
             if let block = state.blocks[prefixKey], block.until > send.now { return .blocked(block) }
             let entries = send.rateEntries

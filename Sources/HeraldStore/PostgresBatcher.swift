@@ -4,7 +4,7 @@ import Metrics
 import Synchronization
 
 /// Group commit for PostgreSQL's hot paths: send admissions and the worker's claims and outcomes
-/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v3` call (one
+/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v4` call (one
 /// transaction, one round trip). Each caller is answered with its own row once the batch committed.
 ///
 /// One batch in flight per process: every send locks the same few rows (project, country, client IP
@@ -33,6 +33,9 @@ final class PostgresBatcher: Sendable {
     /// only waits on the first's row locks, and batches sharing a number can deadlock and retry.
     static let inFlight = 1
     private let batchSizes = Recorder(label: "herald_store_batch_size", dimensions: [("store", "postgres")])
+    /// How long a batch holds the one slot (its round trip and commit): with the batches per second, how
+    /// busy group commit is, that is whether callers queue behind it.
+    private let batchTimes = Timer(label: "herald_store_batch_seconds", dimensions: [("store", "postgres")])
     /// Beyond this many operations a batch is cut (one call's JSON stays small; the rest go next).
     static let maximumBatch = 256
 
@@ -43,7 +46,9 @@ final class PostgresBatcher: Sendable {
     func submit(_ operation: Operation) async throws -> Answer {
         try await queue.submit(operation) { batch in
             self.batchSizes.record(batch.count)
+            let started = ContinuousClock.now
             await self.run(batch)
+            self.batchTimes.record(duration: ContinuousClock.now - started)
         }
     }
 
@@ -54,7 +59,7 @@ final class PostgresBatcher: Sendable {
         do {
             let rows = try await backend.statement(
                 """
-                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v3(?::jsonb)
+                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v4(?::jsonb)
                 """, [.text(Self.body(batch.map(\.item)))])
             var answers = [Answer?](repeating: nil, count: batch.count)
             for row in rows {
@@ -64,7 +69,7 @@ final class PostgresBatcher: Sendable {
                 if let answer {
                     waiting.continuation.resume(returning: answer)
                 } else {
-                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v3 left an operation unanswered"))
+                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v4 left an operation unanswered"))
                 }
             }
         } catch let error as StoreError where batch.count > 1 && error.isUnique {
@@ -102,6 +107,7 @@ final class PostgresBatcher: Sendable {
                     let pumping = send.pumping
                     return .fields([
                         ("op", .string("admit")), ("project", .string(session.projectID)), ("prefix", .string(send.prefix)),
+                        ("firstFactorOnly", send.refuseSecondFactorHolders ? .string("true") : nil),
                         ("nowUs", .integer(send.now.microsecondsSince1970)),
                         (
                             "limits",

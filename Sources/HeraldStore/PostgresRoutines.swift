@@ -34,7 +34,9 @@ enum PostgresRoutines {
         """
 
     /// Several hot-path operations in one transaction, one round trip (`PostgresBatcher`):
-    /// - `admit`: one `herald_admit_send_v1`; n1 refused index, n2 refused TAT, n3 Retry-After, n4 block
+    /// - `admit`: with `firstFactorOnly`, verdict secondFactor when the number is the first factor of a
+    ///   user with an SMS second factor (v4, schema 10: this check was a round trip of its own); else one
+    ///   `herald_admit_send_v1`; n1 refused index, n2 refused TAT, n3 Retry-After, n4 block
     ///   end, n5 block start (µs), note the block reason. A duplicate id fails the whole batch, which the
     ///   batcher then runs op by op (v1 gave each admission a savepoint instead: a subtransaction per send,
     ///   and past 64 of them in one transaction every other backend's visibility checks go through
@@ -53,7 +55,7 @@ enum PostgresRoutines {
     /// so a concurrent first use of a key cannot slip between the lock and the write. Answers one row
     /// per operation, in order.
     static let batch = """
-        CREATE OR REPLACE FUNCTION herald_batch_v3(p_ops jsonb)
+        CREATE OR REPLACE FUNCTION herald_batch_v4(p_ops jsonb)
         RETURNS TABLE (idx integer, verdict text, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, note text)
         LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
         DECLARE
@@ -123,6 +125,13 @@ enum PostgresRoutines {
                 WHERE job_id = v->>'jobId';
               verdict := 'done';
             ELSE
+              IF (v->>'firstFactorOnly')::boolean AND EXISTS (
+                  SELECT 1 FROM users u JOIN mfa_enrollments m ON m.project_id = u.project_id AND m.local_id = u.local_id
+                  WHERE u.project_id = v->>'project' AND u.phone_number = v->>'phone') THEN
+                verdict := 'secondFactor';
+                RETURN NEXT;
+                CONTINUE;
+              END IF;
               SELECT * INTO r FROM herald_admit_send_v1(
                 v->>'project', v->>'prefix', (v->>'nowUs')::bigint, (v->'limits')::text,
                 (v->>'windowUs')::bigint, (v->>'multiple')::double precision, (v->>'minSends')::bigint, (v->>'blockUs')::bigint,

@@ -77,15 +77,16 @@ extension SQLStore {
     }
 
     public func hasSecondFactor(projectID: String, phoneNumber: String) async throws -> Bool {
-        if let secondFactorLookups { return try await secondFactorLookups.hasSecondFactor(projectID: projectID, phoneNumber: phoneNumber) }
-        return try await run { db in
-            try db.query(
-                """
-                SELECT 1 FROM users u JOIN mfa_enrollments m ON m.project_id = u.project_id AND m.local_id = u.local_id
-                WHERE u.project_id = ? AND u.phone_number = ? LIMIT 1
-                """, [.text(projectID), .text(phoneNumber)]
-            ).isEmpty == false
-        }
+        return try await run { db in try Self.hasSecondFactor(db, projectID: projectID, phoneNumber: phoneNumber) }
+    }
+
+    static func hasSecondFactor(_ db: any SQLConnection, projectID: String, phoneNumber: String) throws -> Bool {
+        try db.query(
+            """
+            SELECT 1 FROM users u JOIN mfa_enrollments m ON m.project_id = u.project_id AND m.local_id = u.local_id
+            WHERE u.project_id = ? AND u.phone_number = ? LIMIT 1
+            """, [.text(projectID), .text(phoneNumber)]
+        ).isEmpty == false
     }
 
     public func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount? {

@@ -2,13 +2,18 @@ import Foundation
 import HeraldCore
 
 extension SQLStore {
-    /// One transaction: block check, limits, pumping count, session, ledger row. A trip commits the
-    /// block and the refunds (and no session); a refusal writes nothing.
+    /// One transaction: second-factor check (when asked), block check, limits, pumping count, session,
+    /// ledger row. A trip commits the block and the refunds (and no session); a refusal writes nothing.
     public func admitSend(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
         if dialect == .postgres { return try await admitSendInPostgres(send) }
         return try await run { db in
             try db.transaction {
                 let session = send.session
+                if send.refuseSecondFactorHolders,
+                    try Self.hasSecondFactor(db, projectID: session.projectID, phoneNumber: session.phoneNumber)
+                {
+                    return .secondFactorHolder
+                }
                 if let block = try Self.prefixBlock(db, projectID: session.projectID, prefix: send.prefix, now: send.now) {
                     return .blocked(block)
                 }
@@ -31,15 +36,16 @@ extension SQLStore {
         }
     }
 
-    /// The same transaction as `herald_admit_send_v1` (PostgresRoutines), sent with whatever else
-    /// arrived meanwhile as one batch.
+    /// The same transaction as `herald_admit_send_v1` (PostgresRoutines, with the second-factor check
+    /// before it in `herald_batch_v4`), sent with whatever else arrived meanwhile as one batch.
     func admitSendInPostgres(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
         guard let batcher else { throw StoreError(.failed, "no batcher") }
         let row = try await batcher.submit(.admit(send)).row
-        guard row.count == 7 else { throw StoreError(.failed, "herald_batch_v3 answered a malformed row") }
+        guard row.count == 7 else { throw StoreError(.failed, "herald_batch_v4 answered a malformed row") }
         switch row[0].string {
         case "admitted": return .admitted
         case "tripped": return .tripped
+        case "secondFactor": return .secondFactorHolder
         case "refused":
             guard let index = row[1].int, let tat = row[2].int, let retryAfter = row[3].int else { break }
             return .refused(index: Int(index), decision: GCRA.Decision(allowed: false, tat: tat, retryAfter: retryAfter))
@@ -51,6 +57,6 @@ extension SQLStore {
                     createdAt: Date(microseconds: created)))
         default: break
         }
-        throw StoreError(.failed, "herald_batch_v3 answered an unknown verdict")
+        throw StoreError(.failed, "herald_batch_v4 answered an unknown verdict")
     }
 }

@@ -13,15 +13,12 @@ public final class SQLStore: HeraldStoreProtocol {
     /// PostgreSQL: group commit for the send and delivery hot paths (SQLite's backend commits every
     /// call in batches already).
     let batcher: PostgresBatcher?
-    /// PostgreSQL: the send path's second-factor question, coalesced.
-    let secondFactorLookups: SecondFactorLookups?
 
     public var dialect: SQLDialect { backend.dialect }
 
     init(backend: any SQLBackend) {
         self.backend = backend
         self.batcher = backend.dialect == .postgres ? PostgresBatcher(backend: backend) : nil
-        self.secondFactorLookups = backend.dialect == .postgres ? SecondFactorLookups(backend: backend) : nil
     }
 
     /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema
@@ -219,7 +216,7 @@ public final class SQLStore: HeraldStoreProtocol {
             case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
             default: break
             }
-            throw StoreError(.failed, "herald_batch_v3 answered a malformed claim")
+            throw StoreError(.failed, "herald_batch_v4 answered a malformed claim")
         }
         let id = jobID.uuidString.lowercased()
         let claimable = reclaimInDoubt ? "('pending', 'retrying', 'throttled', 'sending')" : "('pending', 'retrying', 'throttled')"

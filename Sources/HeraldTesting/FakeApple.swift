@@ -68,8 +68,7 @@ public final class FakeApple: Sendable {
     public static func start(
         teamID: String = "TEAM123456", keyID: String = "SIWAKEY123", clientIDs: Set<String>, published: [String] = ["k1", "k2"]
     ) async throws -> FakeApple {
-        var keys: [String: _RSA.Signing.PrivateKey] = [:]
-        for kid in ["k1", "k2", "k3"] { keys[kid] = try _RSA.Signing.PrivateKey(keySize: .bits2048) }
+        let keys = TestKeys.appleIdentityKeys
         let secretKey = P256.Signing.PrivateKey()
         let box = Box(State(published: published))
         let router = Router()

@@ -8,6 +8,9 @@ import Synchronization
 public struct TestConfiguration: Sendable {
     public var exchange = TestBroker.uniqueExchange()
     public var stateDir = NSTemporaryDirectory() + "herald-test-\(UUID().uuidString.prefix(8))"
+    /// `tokens.signingKeyFile`: the test process's one key (`TestKeys`), so no herald-api generates its own;
+    /// nil to let it generate one in `state.dir`.
+    public var signingKeyFile: String? = TestKeys.idTokenSigningKeyFile
     public var apiHost = "127.0.0.1"
     public var apiPort = 0
     public var metricsPort = 0
@@ -33,7 +36,11 @@ public struct TestConfiguration: Sendable {
     public var amqpExtra = ""
     /// `store.url`; nil = SQLite in the state directory (`TestStore.freshURL()` gives a PostgreSQL one).
     public var storeURL: String? = nil
-    public var publishTimeout = "3s"
+    /// Longer than production's 5 s: the suite's broker can stall for seconds while its quorum WAL rolls
+    /// over, its segment writer then walking hundreds of queues the tests made and deleted (seen: every
+    /// in-process API answering 503 for the same few seconds, about 40 failures in one run). Tests of
+    /// the timeout itself set their own.
+    public var publishTimeout = "15s"
     public var shutdownGrace = "10s"
     public var deliveryLimit = 10
     public var logFormat = "json"
@@ -118,6 +125,7 @@ public struct TestConfiguration: Sendable {
             devMode: \(devMode ?? (provider == "console" || emailProvider == "console"))
             integrations: \(integrations)
             admin: {tokens: [\(adminTokens.map { "\"\($0)\"" }.joined(separator: ", "))]}
+            tokens: {signingKeyFile: \(signingKeyFile.map { "\"\($0)\"" } ?? "null")}
             logging: {level: \(logLevel), format: \(logFormat)}
             projects:
               - id: \(Self.projectID)

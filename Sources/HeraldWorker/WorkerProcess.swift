@@ -19,7 +19,7 @@ public enum WorkerProcess {
             handler: handler, ledger: ledger, consumer: consumer, publisher: publisher, topology: topology,
             settings: .init(workerConfiguration), keys: keys, foreignJobs: ForeignJobPolicy(configuration: configuration), logger: logger)
         let health = HealthServer(
-            host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout, logger: logger,
+            host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout,
             isReady: { worker.isReady },
             onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
         let gauges = QueueGauges(

@@ -24,7 +24,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
     @Option(
         help:
-            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), worker (draining a backlog), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
+            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
     )
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
@@ -36,6 +36,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     var store = "both"
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
+    @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
+    @Option(help: "Store of the profile suite: sqlite or postgres.") var profileStore = "sqlite"
 
     /// The stack variants the spine suite measures, in print order.
     var variants: [(label: String, store: TestStore, apis: Int)] {
@@ -79,6 +81,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
             summary.print()
         }
+        if suite == "profile" {
+            try await perfTopTen(store: profileStore == "postgres" ? .postgres : .sqlite, keeping: perfData, loadRuns: runs)
+        }
         if suite == "worker" {
             for variant in variants where variant.apis == 1 {
                 _ = try await workerDrain(variant.store, label: variant.label)
@@ -93,6 +98,19 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         }
         if suite == "all" || suite == "email" {
             try await emailThroughput()
+        }
+        if suite == "store" {
+            for variant in variants where variant.apis == 1 {
+                let url = try variant.store.freshURL() ?? "sqlite:\(NSTemporaryDirectory())herald-bench-\(UUID().uuidString.prefix(8)).sqlite"
+                let store = try await SQLStore.open(
+                    .init(url: url, location: try StoreLocation(parsing: url), poolSize: 16), logger: Logger(label: "bench"))
+                try await admissionRoundTrips(store, kind: variant.store)
+                await store.close()
+                await TestStore.dropSchema(of: url)
+                if url.hasPrefix("sqlite:") {
+                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: String(url.dropFirst(7)) + suffix) }
+                }
+            }
         }
         if suite == "limits" {
             for variant in variants where variant.apis == 1 {
@@ -156,6 +174,39 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     format: "(l) limiter on %@, %@: %d decisions in %.2f s = %.0f decisions/s (%d allowed)", kind.rawValue, label, decisions, seconds,
                     Double(decisions) / seconds, allowed.withLock { $0 }))
         }
+        try await admissionRoundTrips(store, kind: kind)
+    }
+
+    /// One send's whole store work (`admitSend`: six limits, pumping count, session, ledger row), one
+    /// call at a time: the store's own share of an answer, without queueing behind other sends.
+    func admissionRoundTrips(_ store: SQLStore, kind: TestStore) async throws {
+        let policy = RatePolicy.parse("1000000/1s")!
+        let pumping = PrefixVelocity.Settings(enabled: true, window: .seconds(3600), multiple: 10, minimumSends: 1_000_000, blockFor: .seconds(3600))
+        var times: [Double] = []
+        for index in 0..<2000 {
+            let now = Date()
+            let phone = "+1555\(3_000_000 + index)"
+            let checks = [
+                LimitCheck(kind: .ip, scope: "bench", subject: "203.0.113.7", policy: policy),
+                LimitCheck(kind: .number, scope: "bench", subject: phone, policy: policy),
+                LimitCheck(kind: .number, scope: "bench", subject: phone, policy: RatePolicy.parse("100/1d")!),
+                LimitCheck(kind: .project, scope: "bench", subject: "bench", policy: policy),
+                LimitCheck(kind: .country, scope: "bench", subject: "US", policy: policy),
+                LimitCheck(kind: .prefix, scope: "bench", subject: "+1555", policy: policy),
+            ]
+            let session = VerificationSession(
+                id: UUID().uuidString, projectID: "bench", phoneNumber: phone, region: "US", codeHash: Data(repeating: 7, count: 32), createdAt: now,
+                expiresAt: now.addingTimeInterval(600), maxAttempts: 5, jobID: UUID())
+            let started = ContinuousClock.now
+            let verdict = try await store.admitSend(SendAdmission(session: session, prefix: "+1555", limits: checks, pumping: pumping, now: now))
+            times.append((ContinuousClock.now - started).seconds * 1000)
+            guard verdict == .admitted else { throw TestFailure("admission \(index) was \(verdict)") }
+        }
+        times.sort()
+        print(
+            String(
+                format: "(l) one admission at a time on %@ (6 limits, pumping, session, ledger row, commit): p50 %.2f ms, p99 %.2f ms",
+                kind.rawValue, times[times.count / 2], times[times.count * 99 / 100]))
     }
 
     /// (a) One librabbitmq publisher, persistent messages to a quorum queue, `window` confirms in flight.
@@ -264,6 +315,22 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     label, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid),
                     statusField(worker.pid, "RssAnon"), statusField(worker.pid, "RssFile")))
             print("    CPU during the drain: " + shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", "))
+            if let answer = try? await HeraldClient(port: stack.settings.metricsPort).get("/metrics") {
+                let text = String(decoding: answer.body, as: UTF8.self)
+                func total(_ name: String) -> Double {
+                    text.split(separator: "\n").filter { $0.hasPrefix(name + "{") || $0.hasPrefix(name + " ") }
+                        .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+                }
+                let batches = total("herald_store_batch_seconds_count")
+                if batches > 0 {
+                    print(
+                        String(
+                            format:
+                                "    store group commit in the worker: %.0f batches of %.1f calls on average, %.2f ms each; busy %.0f %% of the drain",
+                            batches, total("herald_store_batch_size_sum") / max(1, total("herald_store_batch_size_count")),
+                            total("herald_store_batch_seconds_sum") / batches * 1000, total("herald_store_batch_seconds_sum") / seconds * 100))
+                }
+            }
             await stack.stop()
             return result
         } catch {
@@ -383,6 +450,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         let base = 50_000_000
         let answered = Locked([String: (requested: ContinuousClock.Instant, confirmed: ContinuousClock.Instant)]())
         let arrivalsBefore = stack.gateway.received.count
+        let stagesBefore = await Self.sendStages(stack)
         let interval = Duration.seconds(1) / rate
         let start = ContinuousClock.now
         let refused = Locked(0)
@@ -430,7 +498,32 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             String(
                 format: "    request → API answer (after the broker's confirm): p50 %.1f ms, p99 %.1f ms",
                 percentile(answerTimes, 0.5), percentile(answerTimes, 0.99)))
+        if let before = stagesBefore, let after = await Self.sendStages(stack) {
+            func mean(_ name: String) -> Double {
+                let count = (after[name + "_count"] ?? 0) - (before[name + "_count"] ?? 0)
+                return count > 0 ? ((after[name + "_sum"] ?? 0) - (before[name + "_sum"] ?? 0)) / count * 1000 : .nan
+            }
+            print(
+                String(
+                    format: "    inside herald-api%@ (means): store admission %.2f ms, broker confirm %.2f ms",
+                    stack.apis.count > 1 ? " (the first)" : "", mean("herald_api_admission_seconds"),
+                    mean("herald_api_publish_confirm_seconds")))
+        }
         return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99), percentile(endToEnd, 0.99))
+    }
+
+    /// The `_sum` and `_count` lines of herald-api's send-stage timers (the first API's /metrics), to
+    /// say where an answer's time goes; nil if the metrics cannot be read.
+    static func sendStages(_ stack: BenchStack) async -> [String: Double]? {
+        guard let answer = try? await HeraldClient(port: stack.apiMetricsPorts[0]).get("/metrics"), answer.status == 200 else { return nil }
+        var values: [String: Double] = [:]
+        for line in String(decoding: answer.body, as: UTF8.self).split(separator: "\n")
+        where line.hasPrefix("herald_api_admission_seconds_") || line.hasPrefix("herald_api_publish_confirm_seconds_") {
+            let name = line.prefix { $0 != "{" && $0 != " " }
+            guard name.hasSuffix("_sum") || name.hasSuffix("_count"), let value = Double(line.split(separator: " ").last ?? "") else { continue }
+            values[String(name), default: 0] += value
+        }
+        return values
     }
 
     func rss(_ pid: Int32) -> String { statusField(pid, "VmRSS") }
@@ -456,6 +549,8 @@ struct BenchStack: Sendable {
     let configPath: String
     let clients: [HeraldClient]
     let apiPorts: [Int]
+    /// Each herald-api's metrics listener (the worker has the configuration's `metricsPort`).
+    let apiMetricsPorts: [Int]
     var client: HeraldClient { clients[0] }
     /// Gateway arrivals by destination, with monotonic timestamps.
     let arrivals: ArrivalClock
@@ -498,12 +593,14 @@ struct BenchStack: Sendable {
         let path = try settings.write()
         var apis: [HeraldProcess] = []
         var clients: [HeraldClient] = []
+        var metricsPorts: [Int] = []
         for index in 0..<count {
             let port = index == 0 ? settings.apiPort : freePort()
+            metricsPorts.append(freePort())
             apis.append(
                 try HeraldProcess(
                     "herald-api", arguments: ["--config", path], logDirectory: settings.stateDir,
-                    environment: ["HERALD_HTTP_PORT": String(port), "HERALD_HTTP_METRICS_PORT": String(freePort())]))
+                    environment: ["HERALD_HTTP_PORT": String(port), "HERALD_HTTP_METRICS_PORT": String(metricsPorts[index])]))
             clients.append(HeraldClient(port: port))
         }
         let workers = Locked([HeraldProcess]())
@@ -520,7 +617,8 @@ struct BenchStack: Sendable {
         try await Task.sleep(for: .seconds(1))
         return BenchStack(
             settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, clients: clients,
-            apiPorts: clients.compactMap { Int($0.baseURL.split(separator: ":").last ?? "") }, arrivals: ArrivalClock())
+            apiPorts: clients.compactMap { Int($0.baseURL.split(separator: ":").last ?? "") }, apiMetricsPorts: metricsPorts,
+            arrivals: ArrivalClock())
     }
 
     func arrivalInstants() -> [String: ContinuousClock.Instant] {

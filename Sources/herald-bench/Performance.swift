@@ -21,6 +21,7 @@ extension HeraldBenchCommand {
             print("— run \(run) of \(runs)")
             try await brokerCeilings(into: table)
             for variant in variants {
+                try await waitForQuietBroker()
                 try await apiFigures(variant, into: table)
             }
             for variant in variants where variant.apis == 1 {
@@ -121,6 +122,20 @@ extension HeraldBenchCommand {
         }
     }
 
+    /// Waits (up to 20 s) until RabbitMQ uses less than 15 % of a core over half a second. After the
+    /// ceiling runs and each variant's drain the broker goes on working for seconds (quorum-queue log
+    /// truncation, deleting the variant's queues); a c64 run that started then measured the API with
+    /// half a core less (2,886 instead of 4,680 sends/s in the same hour, RabbitMQ at 55 %).
+    func waitForQuietBroker() async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let before = ProcessCPU.seconds(ProcessCPU.pids(named: "beam.smp"))
+            try await Task.sleep(for: .milliseconds(500))
+            if (ProcessCPU.seconds(ProcessCPU.pids(named: "beam.smp")) - before) / 0.5 < 0.15 { return }
+        }
+        print("warning: RabbitMQ still busy after 20 s; the next figures may be low")
+    }
+
     /// One store variant: throughput with the default limits (and each process's CPU meanwhile),
     /// the answer time at a fixed rate with and without limits, enqueue → gateway, memory.
     func apiFigures(_ variant: (label: String, store: TestStore, apis: Int), into table: Table) async throws {
@@ -213,10 +228,21 @@ extension HeraldBenchCommand {
     }
 
     /// The top ten functions of herald-api under load (perf record, sampling), when perf is installed.
-    func perfTopTen() async throws {
-        let stack = try await BenchStack.start(limits: Self.measuredLimits, store: .sqlite)
-        let data = NSTemporaryDirectory() + "herald-perf-\(UUID().uuidString.prefix(6)).data"
-        defer { try? FileManager.default.removeItem(atPath: data) }
+    /// With `keeping`, the data stays at that path for `perf report -g`.
+    /// `loadRuns` c64 runs on the same stack come first (for A/B comparisons of one change: their
+    /// sends/s and herald-api CPU per send).
+    func perfTopTen(store: TestStore = .sqlite, keeping: String? = nil, loadRuns: Int = 0) async throws {
+        let stack = try await BenchStack.start(limits: Self.measuredLimits, store: store)
+        for _ in 0..<loadRuns {
+            do {
+                _ = try await closedLoopLoad(stack)
+            } catch {
+                await stack.stop()
+                throw error
+            }
+        }
+        let data = keeping ?? NSTemporaryDirectory() + "herald-perf-\(UUID().uuidString.prefix(6)).data"
+        defer { if keeping == nil { try? FileManager.default.removeItem(atPath: data) } }
         // Stopped before returning, not from a deferred Task: the bench exits right after this, and a
         // Task that had not run yet left the herald-api of this stack running.
         do {

@@ -43,6 +43,42 @@ struct AMQPConnectionTests {
         }
     }
 
+    @Test("a body of several frames and every property and header kind arrive as published; a nack without requeue dead-letters")
+    func propertiesAndLargeBodies() async throws {
+        let topology = TestBroker.topology()
+        try await TestBroker.withTopology(topology) { admin in
+            let publisher = try await TestBroker.connection(.publisher)
+            // Several frames at the 128 KiB frame-max the client negotiates.
+            let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let headers: [String: AMQPHeaderValue] = ["s": .string("é x"), "i": .int(-7), "b": .bool(true)]
+            try await publisher.publish(
+                AMQPOutgoingMessage(
+                    exchange: topology.exchange, routingKey: "sms", body: body, messageID: "big", type: "sms", contentType: "application/x-test",
+                    headers: headers, timestamp: Date(timeIntervalSince1970: 1_800_000_000)))
+            try await publisher.publish(AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: Data(), messageID: "empty"))
+            let consumer = try await TestBroker.connection(.consumer(queue: topology.workQueue(.sms), prefetch: 10))
+            var received: [AMQPDelivery] = []
+            for await delivery in consumer.deliveries {
+                received.append(delivery)
+                if received.count == 2 { break }
+            }
+            try #require(received.count == 2)
+            #expect(received[0].body == body)
+            #expect(received[0].messageID == "big")
+            #expect(received[0].type == "sms")
+            #expect(received[0].contentType == "application/x-test")
+            #expect(received[0].headers == headers)
+            #expect(received[1].body.isEmpty)
+            #expect(received[1].messageID == "empty")
+            consumer.ack(received[0])
+            consumer.nack(received[1], requeue: false)
+            #expect(await eventually { (try? await TestBroker.depth(topology.deadQueue(.sms), using: admin)) == 1 })
+            #expect(await eventually { (try? await TestBroker.depth(topology.workQueue(.sms), using: admin)) == 0 })
+            await consumer.shutdown()
+            await publisher.shutdown()
+        }
+    }
+
     @Test("a mandatory publish nobody can route fails as unroutable")
     func unroutable() async throws {
         let topology = TestBroker.topology()

@@ -31,7 +31,7 @@ struct RouterHarness: JobOpening {
     func run(_ body: @escaping @Sendable (RouterClient) async throws -> Void) async throws {
         let dependencies = APIDependencies(
             configuration: configuration, store: store, publisher: publisher, keys: keys,
-            tokens: try await TokenIssuer(privateKeyPEM: try TokenIssuer.generatePrivateKeyPEM(), idTokenTTL: configuration.tokens.idTokenTTL),
+            tokens: try await TokenIssuer(privateKeyPEM: TestKeys.idTokenSigningKeyPEM, idTokenTTL: configuration.tokens.idTokenTTL),
             clock: clock, isReady: { true })
         try await buildApplication(dependencies, logger: logs.logger("herald-api")).test(.router) { client in
             try await body(RouterClient(client: client))

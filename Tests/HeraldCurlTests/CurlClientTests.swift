@@ -90,8 +90,10 @@ struct CurlClientTests {
             }
             for try await status in group { #expect(status == 200) }
         }
-        // Sequential requests would never overlap at the server.
-        #expect(gateway.maxInFlight > 10)
+        // Sequential requests would never overlap at the server (at most 1 in flight). How many overlap
+        // depends on how fast the 40 tasks are scheduled: on a loaded machine it was 10 once, so the
+        // test asks only for overlap.
+        #expect(gateway.maxInFlight > 1)
         #expect(gateway.received.count == 40)
     }
 }

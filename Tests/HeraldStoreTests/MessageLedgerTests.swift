@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldStore
 import Testing
 
-/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v3`) and the memory
+/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v4`) and the memory
 /// store: each transition kept as an event, listings newest first with filters and stable paging, the
 /// purge after retention.
 @Suite("Message ledger")

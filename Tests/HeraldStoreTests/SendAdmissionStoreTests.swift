@@ -57,6 +57,37 @@ struct SendAdmissionStoreTests {
     }
 
     @Test(
+        "a sign-in send to the first-factor number of a user with an SMS second factor is refused inside the admission, spending and writing nothing; other sends to it pass",
+        arguments: StoreKind.allCases)
+    func refusesSecondFactorHolders(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date()
+            let user = UserAccount(
+                localID: String(repeating: "m", count: 28), projectID: "p", phoneNumber: Self.phone.e164, createdAt: now, lastLoginAt: now)
+            try await store.insertUser(user)
+            var signIn = Self.send(at: now)
+            signIn.refuseSecondFactorHolders = true
+            // No second factor yet: admitted.
+            #expect(try await store.admitSend(signIn) == .admitted)
+            try await store.addMFAEnrollment(
+                MFAEnrollment(enrollmentID: "e1", phoneNumber: "+15555559999", displayName: nil, enrolledAt: now), projectID: "p",
+                localID: user.localID)
+            var refused = Self.send(at: now)
+            refused.refuseSecondFactorHolders = true
+            #expect(try await store.admitSend(refused) == .secondFactorHolder)
+            #expect(try await store.reserveCheckAttempt(sessionID: refused.session.id) == nil)
+            #expect(try await store.deliveryStatus(jobID: refused.session.jobID!) == nil)
+            #expect(try await Self.remaining(store, Self.ip, now: now) == 99)
+            // The same project's other numbers, another project's same number, and a send that does not ask (an enrolment's code).
+            var otherProject = Self.send(at: now, limits: [Self.ip])
+            otherProject.refuseSecondFactorHolders = true
+            otherProject.session.projectID = "q"
+            #expect(try await store.admitSend(otherProject) == .admitted)
+            #expect(try await store.admitSend(Self.send(at: now, limits: [Self.ip])) == .admitted)
+        }
+    }
+
+    @Test(
         "a blocked prefix refuses before any limit is spent; the send that trips pumping blocks it and spends nothing", arguments: StoreKind.allCases)
     func pumping(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

@@ -273,7 +273,7 @@ struct EmailEndToEndTests {
             try await stack.startAPI()
             func admin(_ arguments: [String]) async throws -> [String: Any] {
                 let script = TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/firebase_admin_flow.py").path
-                let process = try PythonProcess.run(
+                let process = try await PythonProcess.run(
                     [script, TestConfiguration.projectID] + arguments,
                     environment: ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:\(stack.settings.apiPort)"])
                 let object = try JSONSerialization.jsonObject(with: Data(process.output.utf8)) as? [String: Any]
@@ -336,7 +336,10 @@ func queryItems(_ url: String) -> [String: String] {
 
 /// Runs the test venv's Python to completion and returns its output.
 enum PythonProcess {
-    static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
+    /// The wait for the script (seconds for firebase-admin) happens on a thread of its own: blocking in
+    /// `readDataToEndOfFile` on the cooperative pool (two threads here, and both store variants run this
+    /// at once) stalled every in-process server and timer of the other tests for as long.
+    static func run(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: SMTPSink.python)
         process.arguments = arguments
@@ -345,9 +348,12 @@ enum PythonProcess {
         process.standardOutput = output
         process.standardError = output
         try launch(process)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        // readDataToEndOfFile returned: the process closed its output; poll for the exit (no waitUntilExit).
-        for _ in 0..<500 where process.isRunning { usleep(10_000) }
+        let reader = output.fileHandleForReading
+        let data = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+            Thread { continuation.resume(returning: reader.readDataToEndOfFile()) }.start()
+        }
+        // The output is closed: the process is exiting; poll for the exit (no waitUntilExit).
+        _ = await eventually(timeout: .seconds(5)) { process.isRunning == false }
         return (process.isRunning ? -1 : process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

@@ -201,7 +201,7 @@ struct Accounts: Sendable {
                 let checks = limits.passwordChangesPerUser.map { LimitCheck(kind: .password, scope: project.id, subject: user.localID, policy: $0) }
                 try await admit(checks, project: project)
             }
-            user.passwordHash = try PasswordHash.make(password)
+            user.passwordHash = try await PasswordHash.make(password)
             credentialsChanged = true
         }
         if isAdmin {
@@ -257,7 +257,7 @@ struct Accounts: Sendable {
         if let phone = body.string("phoneNumber") { user.phoneNumber = try PhoneSignIn.parsePhone(phone).e164 }
         if let password = body.string("password") {
             guard password.count >= PasswordHash.minimumLength else { throw HeraldError(.weakPassword, "Password should be at least 6 characters") }
-            user.passwordHash = try PasswordHash.make(password)
+            user.passwordHash = try await PasswordHash.make(password)
         }
         user.displayName = body.string("displayName")
         user.emailVerified = body.bool("emailVerified") ?? false

@@ -10,7 +10,15 @@ enum PasswordHash {
     static let rounds = 210_000
     static let minimumLength = 6
 
-    static func make(_ password: String) throws -> String {
+    /// Hashes on a thread of its own: PBKDF2 is 0.2 s of CPU (seconds in a debug build), which on Swift's
+    /// cooperative pool (one thread per core) would hold up every other request's tasks for as long.
+    static func make(_ password: String) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try hash(password) }) }.start()
+        }
+    }
+
+    static func hash(_ password: String) throws -> String {
         let salt = SecureRandom.bytes(16)
         let key = try KDF.Insecure.PBKDF2.deriveKey(
             from: Array(password.utf8), salt: salt, using: .sha256, outputByteCount: 32, rounds: rounds)

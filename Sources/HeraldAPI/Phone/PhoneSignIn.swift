@@ -73,13 +73,14 @@ struct PhoneSignIn: Sendable {
 
     /// Validates the number and the app credential, hands back the open session for a reentrant send,
     /// otherwise admits the send under the limits, creates a session and (unless it is a test number)
-    /// publishes the SMS job; returns the sessionInfo only once the broker confirmed the job.
+    /// publishes the SMS job; returns the sessionInfo only once the broker confirmed the job. A number
+    /// that is a user's first factor while the user has an SMS second factor gets no code at all
+    /// (UNSUPPORTED_FIRST_FACTOR): the admission checks that in its own transaction, so it costs no
+    /// store round trip of its own, which is why it comes after the app credential's check.
     func sendVerificationCode(project: HeraldConfiguration.Project, body: WireBody, origin: Origin) async throws -> String {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
         let phone = try Self.parsePhone(body.string("phoneNumber"))
-        // A number that is a user's first factor while the user has an SMS second factor gets no code at all.
-        if try await store.hasSecondFactor(projectID: project.id, phoneNumber: phone.e164) { throw Self.phoneOnMFAUser }
         let verdict = try await verifier.check(
             project: project, body: body, bundleID: origin.bundleID, isTestNumber: project.phone.testNumbers[phone.e164] != nil)
         let now = clock.now
@@ -101,15 +102,17 @@ struct PhoneSignIn: Sendable {
             try await verifier.verifyCaptcha(captchaToken, project: project, remoteIP: origin.remoteIP)
         }
         return try await issueCode(
-            project: project, phone: phone, purpose: .signIn, template: .verification, origin: origin, credentialHash: verdict.credentialHash)
+            project: project, phone: phone, purpose: .signIn, template: .verification, origin: origin, credentialHash: verdict.credentialHash,
+            refuseSecondFactorHolders: true)
     }
 
     /// Creates a session for `purpose` and, unless `phone` is a test number, admits the send under the
     /// limits and publishes the SMS job; returns the client's sessionInfo once the broker confirmed it.
-    /// Sign-in, second-factor enrollment and second-factor sign-in all send through here.
+    /// Sign-in, second-factor enrollment and second-factor sign-in all send through here; only a
+    /// sign-in refuses numbers that are a first factor of a user with an SMS second factor.
     func issueCode(
         project: HeraldConfiguration.Project, phone: PhoneNumber, purpose: SessionPurpose, template: SMSMessage.Template, origin: Origin,
-        credentialHash: String?
+        credentialHash: String?, refuseSecondFactorHolders: Bool = false
     ) async throws -> String {
         let fixedCode = project.phone.testNumbers[phone.e164]
         let now = clock.now
@@ -127,6 +130,9 @@ struct PhoneSignIn: Sendable {
 
         if let fixedCode {
             // Fictional number: fixed code, no job, no SMS, no quota.
+            if refuseSecondFactorHolders, try await store.hasSecondFactor(projectID: project.id, phoneNumber: phone.e164) {
+                throw Self.phoneOnMFAUser
+            }
             try await store.insertSession(session(code: fixedCode, jobID: nil))
             count(project, "test_number", phone)
             logger.info("verification session for a test number", metadata: ["project": .string(project.id), "phone": .string(phone.masked)])
@@ -142,7 +148,9 @@ struct PhoneSignIn: Sendable {
                     to: phone.e164, template: template,
                     params: Self.smsParams(project, sealedCode: Sealer(key: keys.sealing).seal(code, jobID: jobID, destination: phone.e164)))))
         // Limits, pumping count, session and ledger row: one store transaction.
-        let admitted = try await admit(project: project, phone: phone, session: session(code: code, jobID: jobID), origin: origin, now: now)
+        let admitted = try await admit(
+            project: project, phone: phone, session: session(code: code, jobID: jobID), origin: origin, now: now,
+            refuseSecondFactorHolders: refuseSecondFactorHolders)
         let started = ContinuousClock.now
         do {
             try await publisher.publish(job, traceparent: origin.traceparent)
@@ -342,7 +350,8 @@ struct PhoneSignIn: Sendable {
     /// when all pass, the session and its ledger row. Returns the limit checks spent (to give back if
     /// publishing fails). Refusals name the limit in a log line and a metric, never the code.
     private func admit(
-        project: HeraldConfiguration.Project, phone: PhoneNumber, session: VerificationSession, origin: Origin, now: Date
+        project: HeraldConfiguration.Project, phone: PhoneNumber, session: VerificationSession, origin: Origin, now: Date,
+        refuseSecondFactorHolders: Bool
     ) async throws -> [LimitCheck] {
         guard RegionPolicy.allows(phone.region, project.phone.regions) else {
             refused(project, phone, limit: "projects[].phone.regions", policy: phone.region)
@@ -351,10 +360,17 @@ struct PhoneSignIn: Sendable {
         let prefix = phone.prefix(digits: limits.prefixDigits)
         let checks = LimitCheck.forSend(project: project.id, phone: phone, clientKey: origin.clientKey, limits: limits)
         let send = SendAdmission(
-            session: session, prefix: prefix, limits: checks, pumping: limits.pumping.enabled ? limits.pumping : nil, now: now)
-        switch try await store.admitSend(send) {
+            session: session, prefix: prefix, limits: checks, pumping: limits.pumping.enabled ? limits.pumping : nil, now: now,
+            refuseSecondFactorHolders: refuseSecondFactorHolders)
+        let started = ContinuousClock.now
+        let verdict = try await store.admitSend(send)
+        Timer(label: "herald_api_admission_seconds").record(duration: ContinuousClock.now - started)
+        switch verdict {
         case .admitted:
             return checks
+        case .secondFactorHolder:
+            count(project, "refused", phone)
+            throw Self.phoneOnMFAUser
         case .blocked(let block):
             refused(project, phone, limit: "limits.pumping", policy: prefix)
             throw HeraldError(

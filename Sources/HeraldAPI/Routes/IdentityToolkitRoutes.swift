@@ -19,8 +19,8 @@ struct IdentityToolkitRoutes: Sendable {
     let apple: AppleSignIn
     let revocation: AppleTokenRevocation
     let admin: AdminAuthorization
-    /// How long a request body may take to arrive (`http.idleTimeout`).
-    let idleTimeout: TimeAmount
+    /// Closes connections whose body takes longer than `http.idleTimeout` to arrive.
+    let bodyDeadlines: BodyDeadlines
 
     /// Legacy relyingparty names → v1 operations.
     static let legacyNames: [String: String] = [
@@ -220,12 +220,9 @@ struct IdentityToolkitRoutes: Sendable {
     /// The request body, at most `WireBody.maximumSize`, arriving whole within `http.idleTimeout`: the
     /// listener's idle timeout closes a connection that stops sending, but a body trickled a byte at a time
     /// would otherwise hold the request open for hours, so the connection is closed at the deadline. The
-    /// deadline is a timer on the connection's event loop, cancelled (and freed) as soon as the body is in.
+    /// deadline is checked by `BodyDeadlines`' sweep (a second late at most).
     func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
-        let channel = context.channel
-        let deadline = channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
-        defer { deadline.cancel() }
-        let buffer = try await request.body.collect(upTo: WireBody.maximumSize)
+        let buffer = try await bodyDeadlines.guarding(context.channel) { try await request.body.collect(upTo: WireBody.maximumSize) }
         return try WireBody.parse(buffer, contentType: request.headers[.contentType])
     }
 }

@@ -34,8 +34,10 @@ public struct Sealer: Sendable {
 
     /// `nonce ‖ ciphertext ‖ tag`, base64, bound to `context` (authenticated, not encrypted).
     public func seal(_ secret: String, context: String) -> String {
-        // AES-GCM with a fresh random nonce cannot fail for a 256-bit key.
-        let box = try! AES.GCM.seal(Data(secret.utf8), using: key, authenticating: Data(context.utf8))
+        // AES-GCM with a fresh random 96-bit nonce cannot fail for a 256-bit key. The nonce comes from
+        // SecureRandom's pool: swift-crypto's own nonce is a getrandom(2) call per seal, two per send.
+        let nonce = try! AES.GCM.Nonce(data: SecureRandom.bytes(12))
+        let box = try! AES.GCM.seal(Data(secret.utf8), using: key, nonce: nonce, authenticating: Data(context.utf8))
         return box.combined!.base64EncodedString()
     }
 

@@ -22,7 +22,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     public init?(_ text: String) {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace
         if let v4 = Self.parseIPv4(Substring(trimmed)) {
             bytes = [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + v4
         } else if let v6 = Self.parseIPv6(trimmed) {
@@ -128,7 +128,7 @@ public enum ClientAddress {
     public static func resolve(peer: String?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
         guard let peer = peer.flatMap(IPAddress.init) else { return nil }
         guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return peer }
-        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let hops = forwardedFor.split(separator: ",").map(\.trimmingWhitespace)
         for hop in hops.reversed() {
             guard let address = IPAddress(hop) else { return peer }
             if trustedProxies.contains(where: { $0.contains(address) }) == false { return address }

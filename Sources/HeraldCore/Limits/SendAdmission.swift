@@ -14,11 +14,19 @@ public struct SendAdmission: Sendable {
     /// Pumping detection, nil when `limits.pumping` is off.
     public var pumping: PrefixVelocity.Settings?
     public var now: Date
+    /// Refuse the send when the number is the first factor of a user with an SMS second factor (a
+    /// sign-in code for such a number is UNSUPPORTED_FIRST_FACTOR). Checked inside the admission, so a
+    /// send costs no store round trip of its own for it.
+    public var refuseSecondFactorHolders: Bool
 
-    public init(session: VerificationSession, prefix: String, limits: [LimitCheck], pumping: PrefixVelocity.Settings?, now: Date) {
+    public init(
+        session: VerificationSession, prefix: String, limits: [LimitCheck], pumping: PrefixVelocity.Settings?, now: Date,
+        refuseSecondFactorHolders: Bool = false
+    ) {
         self.session = session
         self.prefix = prefix
         self.limits = limits
+        self.refuseSecondFactorHolders = refuseSecondFactorHolders
         // Disabled pumping detection counts nothing: the same as none.
         self.pumping = pumping?.enabled == true ? pumping : nil
         self.now = now
@@ -33,6 +41,8 @@ public struct SendAdmission: Sendable {
         case refused(index: Int, decision: GCRA.Decision)
         /// This send tripped pumping detection: the prefix is now blocked and the limits it spent were given back.
         case tripped
+        /// `refuseSecondFactorHolders` and the number is a first factor of a user with an SMS second factor; nothing was spent.
+        case secondFactorHolder
     }
 
     /// The limits as the store spends them: key and GCRA parameters.

@@ -39,7 +39,8 @@ public struct PhoneNumber: Sendable, Hashable, CustomStringConvertible {
             default: throw .invalidFormat
             }
         }
-        guard sawPlus, text.trimmingCharacters(in: .whitespaces).first == "+", digits.isEmpty == false else {
+        // The `+` comes first, spaces aside (the loop above let only spaces and separators through).
+        guard sawPlus, text.first(where: { $0 != " " && $0 != "\u{00A0}" }) == "+", digits.isEmpty == false else {
             throw .invalidFormat
         }
         guard digits.first != "0" else { throw .invalidFormat }

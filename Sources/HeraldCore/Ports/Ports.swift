@@ -228,7 +228,8 @@ public protocol AccountStore: Sendable {
     func user(projectID: String, email: String) async throws -> UserAccount?
     func user(projectID: String, phoneNumber: String) async throws -> UserAccount?
     /// True when the user whose first factor is `phoneNumber` has a second factor enrolled (such a
-    /// number gets no sign-in code: UNSUPPORTED_FIRST_FACTOR). One indexed read on the send path.
+    /// number gets no sign-in code: UNSUPPORTED_FIRST_FACTOR). Sends ask it inside their admission
+    /// (`SendAdmission.refuseSecondFactorHolders`); test numbers, which have none, ask here.
     func hasSecondFactor(projectID: String, phoneNumber: String) async throws -> Bool
     /// The user an identity-provider account is linked to.
     func user(projectID: String, providerID: String, federatedID: String) async throws -> UserAccount?

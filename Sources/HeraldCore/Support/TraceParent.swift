@@ -36,8 +36,8 @@ public struct TraceParent: Sendable, Equatable, CustomStringConvertible {
         text.count == length && text.allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
     }
 
+    /// Lowercase hex (a table of bytes, not of Characters: this runs for every request).
     static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] })
+        SHA256Hex.hex(bytes)
     }
 }
