@@ -29,6 +29,12 @@ struct APIHarness: JobOpening {
 
     init(_ adjust: (inout TestConfiguration) -> Void = { _ in }) throws {
         var settings = TestConfiguration()
+        // No worker runs here, so delay queues are never used; one of each keeps the topology at 14 quorum
+        // queues instead of 22. Dozens of these tests start together, and the broker declares
+        // quorum queues one after another (tens of milliseconds each).
+        settings.retryDelays = ["1s"]
+        settings.throttleDelays = ["1s"]
+        settings.emailRetryDelays = ["1s"]
         adjust(&settings)
         self.settings = settings
         self.configuration = try settings.parsed()
@@ -44,24 +50,38 @@ struct APIHarness: JobOpening {
             signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM),
             logger: logs.logger("herald-api"))
         dependencies.clock = clock
+        let store = dependencies.store as? SQLStore
         let app = buildApplication(dependencies, logger: logs.logger("herald-api"))
         let admin = try await TestBroker.connection(.publisher, name: "test-admin", logger: quietLogger())
         let topology = self.topology
         do {
             try await app.test(.live) { client in
                 let heraldClient = HeraldClient(port: client.port!)
-                // Publishing needs the API's broker connection; it connects in the background.
-                _ = await eventually { (try? await heraldClient.get("/readyz"))?.status == 200 }
+                // Publishing needs the API's broker connection, which connects and declares the topology
+                // in the background. When the whole suite starts, the broker declares a thousand quorum
+                // queues at once and readiness took 11 s here: wait long, and say so if it never comes
+                // rather than letting the test fail later on a 503.
+                let started = ContinuousClock.now
+                guard await eventually(timeout: .seconds(60), { (try? await heraldClient.get("/readyz"))?.status == 200 }) else {
+                    throw TestFailure(
+                        "herald-api was not ready after \(ContinuousClock.now - started) (broker connection and topology); its log ends: "
+                            + logs.text.suffix(800))
+                }
                 try await body(heraldClient, admin)
             }
         } catch {
-            try? await admin.perform { try topology.delete(on: $0) }
-            await admin.shutdown()
-            try? FileManager.default.removeItem(atPath: settings.stateDir)
+            await cleanUp(admin: admin, store: store)
             throw error
         }
+        await cleanUp(admin: admin, store: store)
+    }
+
+    /// Deletes the test's queues and state, and closes its store (whose checkpoint thread would otherwise
+    /// wake ten times a second for the rest of the suite).
+    private func cleanUp(admin: AMQPConnection, store: SQLStore?) async {
         try? await admin.perform { try topology.delete(on: $0) }
         await admin.shutdown()
+        await store?.close()
         try? FileManager.default.removeItem(atPath: settings.stateDir)
     }
 
