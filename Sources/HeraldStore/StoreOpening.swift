@@ -9,7 +9,9 @@ extension SQLStore {
     public static func open(_ configuration: HeraldConfiguration.Store, migrate: Bool = true, logger: Logger) async throws -> SQLStore {
         switch configuration.location {
         case .sqlite(let path):
-            return try SQLStore(sqlitePath: path, migrate: migrate)
+            // Opening writes (WAL set-up, migrations) and fsyncs: not on the cooperative pool, where a
+            // test process opening dozens of stores at once stalled every other task for seconds.
+            return try await onOwnThread { try SQLStore(sqlitePath: path, migrate: migrate) }
         case .postgres(let location):
             let backend = try PostgresBackend(
                 location: location, poolSize: configuration.poolSize, caFile: configuration.caFile,

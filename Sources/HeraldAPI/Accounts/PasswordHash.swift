@@ -13,9 +13,7 @@ enum PasswordHash {
     /// Hashes on a thread of its own: PBKDF2 is 0.2 s of CPU (seconds in a debug build), which on Swift's
     /// cooperative pool (one thread per core) would hold up every other request's tasks for as long.
     static func make(_ password: String) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try hash(password) }) }.start()
-        }
+        try await onOwnThread { try hash(password) }
     }
 
     static func hash(_ password: String) throws -> String {
