@@ -35,6 +35,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Stores for the spine and limits suites: sqlite, postgres or both (side by side, plus two herald-api on PostgreSQL).")
     var store = "both"
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
+    @Option(help: "The draining worker's concurrency and prefetch (workers.sms.concurrency, prefetch; the shipped default is 64).")
+    var workerConcurrency = 64
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
     @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
     @Option(help: "Store of the profile suite: sqlite or postgres.") var profileStore = "sqlite"
@@ -270,7 +272,11 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     func workerDrain(_ kind: TestStore, label: String) async throws -> (
         perSecond: Double, cpuPerJob: Double, peakMiB: Double, cpuShares: [(String, Double)]
     ) {
-        let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false)
+        let inFlight = workerConcurrency
+        let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false) {
+            $0.concurrency = inFlight
+            $0.prefetch = inFlight
+        }
         do {
             let queued = Locked(0)
             let started = ContinuousClock.now
@@ -311,8 +317,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             print(
                 String(
                     format:
-                        "(e) [%@] one herald-sms-worker drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@ (now: anonymous %@, mapped files %@)",
-                    label, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid),
+                        "(e) [%@] one herald-sms-worker (%d in flight) drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@ (now: anonymous %@, mapped files %@)",
+                    label, workerConcurrency, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid),
                     statusField(worker.pid, "RssAnon"), statusField(worker.pid, "RssFile")))
             print("    CPU during the drain: " + shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", "))
             if let answer = try? await HeraldClient(port: stack.settings.metricsPort).get("/metrics") {
