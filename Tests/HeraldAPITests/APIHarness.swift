@@ -53,7 +53,6 @@ struct APIHarness: JobOpening {
         let store = dependencies.store as? SQLStore
         let app = buildApplication(dependencies, logger: logs.logger("herald-api"))
         let admin = try await TestBroker.connection(.publisher, name: "test-admin", logger: quietLogger())
-        let topology = self.topology
         do {
             try await app.test(.live) { client in
                 let heraldClient = HeraldClient(port: client.port!)
@@ -83,6 +82,20 @@ struct APIHarness: JobOpening {
         await admin.shutdown()
         await store?.close()
         try? FileManager.default.removeItem(atPath: settings.stateDir)
+    }
+
+    /// Runs `body` with a second handle on the API's SQLite file, opened off the cooperative pool (as the
+    /// API's own is) and closed afterwards, so its checkpoint thread does not outlive the test.
+    func withStore<T: Sendable>(_ body: (SQLStore) async throws -> T) async throws -> T {
+        let store = try await SQLStore.open(configuration.store, logger: quietLogger())
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
+        }
     }
 
     /// The jobs the API published (taken off the work queue: no worker runs in these tests).

@@ -89,8 +89,9 @@ struct AppVerificationTests {
             #expect(try await harness.publishedPushJobs(admin).isEmpty)
 
             // A device token APNs declared dead: the SDK falls back to reCAPTCHA on this answer.
-            let store = try SQLStore(sqlitePath: harness.settings.stateDir + "/herald.sqlite")
-            try await store.markDeviceTokenInvalid(hash: SHA256Hex.digest(Self.device.lowercased()), reason: "Unregistered", since: Date())
+            try await harness.withStore {
+                try await $0.markDeviceTokenInvalid(hash: SHA256Hex.digest(Self.device.lowercased()), reason: "Unregistered", since: Date())
+            }
             let dead = try await client.post(path, apiKey: key, json: ["appToken": Self.device], headers: [Self.bundle])
             #expect(dead.errorMessage == "INVALID_APP_CREDENTIAL")
             #expect(try await harness.publishedPushJobs(admin).isEmpty)

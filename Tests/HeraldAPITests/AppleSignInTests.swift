@@ -373,10 +373,11 @@ struct AppleSignInTests {
             let first = try await Self.signIn(
                 client, token: fake.identityToken(subject: "001.mfa", audience: Self.bundleID, rawNonce: nonce), nonce: nonce)
             let localID = try #require(first.string("localId"), "\(first.errorMessage ?? "")")
-            let store = try SQLStore(sqlitePath: harness.settings.stateDir + "/herald.sqlite")
-            try await store.addMFAEnrollment(
-                MFAEnrollment(enrollmentID: "enrolled-factor", phoneNumber: "+15555550123", displayName: "work", enrolledAt: Date()),
-                projectID: TestConfiguration.projectID, localID: localID)
+            try await harness.withStore {
+                try await $0.addMFAEnrollment(
+                    MFAEnrollment(enrollmentID: "enrolled-factor", phoneNumber: "+15555550123", displayName: "work", enrolledAt: Date()),
+                    projectID: TestConfiguration.projectID, localID: localID)
+            }
             let again = Self.nonce()
             let challenged = try await Self.signIn(
                 client, token: fake.identityToken(subject: "001.mfa", audience: Self.bundleID, rawNonce: again), nonce: again)

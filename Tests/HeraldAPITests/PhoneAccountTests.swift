@@ -170,10 +170,12 @@ struct PhoneAccountTests {
         try await harness.run { client, _ in
             let user = try await SecurityTests.phoneSignIn(client)
             let pending = try await Self.session(client, Self.first)
-            let store = try SQLStore(sqlitePath: harness.settings.stateDir + "/herald.sqlite")
-            try await store.addMFAEnrollment(
-                MFAEnrollment(enrollmentID: "factor", phoneNumber: "+15555550123", displayName: nil, enrolledAt: Date()),
-                projectID: TestConfiguration.projectID, localID: try #require(user.string("localId")))
+            let localID = try #require(user.string("localId"))
+            try await harness.withStore {
+                try await $0.addMFAEnrollment(
+                    MFAEnrollment(enrollmentID: "factor", phoneNumber: "+15555550123", displayName: nil, enrolledAt: Date()),
+                    projectID: TestConfiguration.projectID, localID: localID)
+            }
             let text = "UNSUPPORTED_FIRST_FACTOR : A phone number cannot be set as a first factor on an SMS based MFA user."
             let send = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: Self.key, json: ["phoneNumber": Self.first])
             #expect(send.errorMessage == text)
@@ -234,11 +236,12 @@ struct PhoneAccountTests {
                 json: ["sessionInfo": try #require(test.string("sessionInfo")), "code": "654321"])
             #expect(signedIn.string("localId") == created.string("localId"), "\(signedIn.errorMessage ?? "")")
             // A real person signed up with the number before it became a test number: the fixed code is refused.
-            let store = try SQLStore(sqlitePath: harness.settings.stateDir + "/herald.sqlite")
-            var user = try #require(try await store.user(projectID: TestConfiguration.projectID, phoneNumber: Self.first))
-            #expect(user.phoneProven == false)
-            user.phoneProven = true
-            try await store.updateUser(user)
+            try await harness.withStore { store in
+                var user = try #require(try await store.user(projectID: TestConfiguration.projectID, phoneNumber: Self.first))
+                #expect(user.phoneProven == false)
+                user.phoneProven = true
+                try await store.updateUser(user)
+            }
             for operation in ["SIGN_UP_OR_IN", "REAUTH"] {
                 let refused = try await client.post(
                     Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key,

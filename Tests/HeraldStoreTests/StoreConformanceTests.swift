@@ -17,7 +17,7 @@ struct StoreConformanceTests {
     @Test("the SQLite store's directory is created 0700 and its files (database, -wal, -shm) 0600")
     func filePermissions() async throws {
         let nested = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)/state"
-        let store = try SQLStore(sqlitePath: nested + "/herald.sqlite")
+        let store = try await onOwnThread { try SQLStore(sqlitePath: nested + "/herald.sqlite") }
         try await store.insertSession(session())
         func mode(_ path: String) throws -> Int {
             try #require((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue)
@@ -26,6 +26,7 @@ struct StoreConformanceTests {
         for suffix in ["", "-wal", "-shm"] {
             #expect(try mode(nested + "/herald.sqlite" + suffix) == 0o600, "herald.sqlite\(suffix)")
         }
+        await store.close()
     }
 
     @Test("a session spends exactly maxAttempts reservations, then reports none left", arguments: StoreKind.allCases)

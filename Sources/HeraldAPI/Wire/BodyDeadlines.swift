@@ -42,7 +42,9 @@ final class BodyDeadlines: Sendable {
             return (state.nextID, state.sweeping == false)
         }
         if startSweep {
-            channel.eventLoop.scheduleRepeatedTask(initialDelay: Self.sweepInterval, delay: Self.sweepInterval) { [self] _ in
+            // Weak: the sweep ends with the routes that own this table (an in-process server in a test).
+            channel.eventLoop.scheduleRepeatedTask(initialDelay: Self.sweepInterval, delay: Self.sweepInterval) { [weak self] task in
+                guard let self else { return task.cancel() }
                 sweep(now: .now())
             }
         }
