@@ -28,7 +28,7 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
         }
         self.db = handle
         herald_sqlite_set_busy_handler(db, Int32(busyTimeout.components.seconds * 1000))
-        try execute("PRAGMA journal_mode = WAL")
+        try switchToWAL(waitingUpTo: busyTimeout)
         try execute("PRAGMA synchronous = NORMAL")
         try execute("PRAGMA foreign_keys = ON")
         // 2 MiB, SQLite's own default: the hot set is the B-trees' interior pages and right edges. 16 MiB
@@ -39,6 +39,29 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
         // for when it falls behind. A checkpoint inside a commit stalls every call of that batch.
         try execute("PRAGMA wal_autocheckpoint = 10000")
         try execute("PRAGMA temp_store = MEMORY")
+    }
+
+    /// `PRAGMA journal_mode = WAL`, waited for. While another process writes to a file still in rollback
+    /// mode (the first process to open a fresh file, switching it to WAL), the pragma answers SQLITE_BUSY
+    /// at once: SQLite does not call the busy handler there. `make run` starts five processes on one
+    /// fresh file, and one or two of them died on it; so this retries, as the busy handler would wait.
+    private func switchToWAL(waitingUpTo timeout: Duration) throws {
+        let deadline = ContinuousClock.now + timeout
+        var status = sqlite3_exec(db, "PRAGMA journal_mode = WAL", nil, nil, nil)
+        while status == SQLITE_BUSY, ContinuousClock.now < deadline {
+            usleep(UInt32.random(in: 1_000...5_000))
+            status = sqlite3_exec(db, "PRAGMA journal_mode = WAL", nil, nil, nil)
+        }
+        guard status == SQLITE_OK else {
+            let failure = error(status)
+            throw StoreError(failure.kind, failure.message + " (switching to WAL mode)")
+        }
+        // A file system without shared memory (a network mount) keeps the old mode; several processes
+        // on one file then lose what WAL gives them (readers beside a writer), so refuse to go on.
+        let mode = try query("PRAGMA journal_mode", []).first?.first?.string
+        guard mode == "wal" else {
+            throw StoreError(.failed, "SQLite kept journal mode \(mode ?? "unknown") instead of WAL; put the store on a local file system")
+        }
     }
 
     deinit {
@@ -59,7 +82,12 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     /// Runs one or more statements without bindings (schema, pragmas, transactions).
     func execute(_ sql: String) throws {
         let status = sqlite3_exec(db, sql, nil, nil, nil)
-        guard status == SQLITE_OK else { throw error(status) }
+        guard status == SQLITE_OK else {
+            // These statements carry no values (schema, pragmas, transactions): naming the first line says
+            // which step failed.
+            let failure = error(status)
+            throw StoreError(failure.kind, failure.message + " (in " + (sql.split(separator: "\n").first.map(String.init) ?? "") + ")")
+        }
     }
 
     /// Runs one statement with bindings and returns its rows (RETURNING included).
