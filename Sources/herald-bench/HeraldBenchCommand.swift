@@ -615,16 +615,20 @@ struct BenchStack: Sendable {
                 "herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir, environment: Self.workerEnvironment)
             workers.withLock { $0.append(worker) }
         }
-        for (api, client) in zip(apis, clients) {
-            guard await eventually(timeout: .seconds(30), { (try? await client.get("/readyz"))?.status == 200 }) else {
-                throw TestFailure("herald-api did not start:\n\(api.output.suffix(2000))")
-            }
-        }
-        try await Task.sleep(for: .seconds(1))
-        return BenchStack(
+        let stack = BenchStack(
             settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, clients: clients,
             apiPorts: clients.compactMap { Int($0.baseURL.split(separator: ":").last ?? "") }, apiMetricsPorts: metricsPorts,
             arrivals: ArrivalClock())
+        for (api, client) in zip(apis, clients) {
+            guard await eventually(timeout: .seconds(30), { (try? await client.get("/readyz"))?.status == 200 }) else {
+                // Stop what started (the worker too), or it keeps running, holding CPU the next run measures.
+                let output = api.output.suffix(2000)
+                await stack.stop()
+                throw TestFailure("herald-api did not start:\n\(output)")
+            }
+        }
+        try await Task.sleep(for: .seconds(1))
+        return stack
     }
 
     func arrivalInstants() -> [String: ContinuousClock.Instant] {
