@@ -35,8 +35,11 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Stores for the spine and limits suites: sqlite, postgres or both (side by side, plus two herald-api on PostgreSQL).")
     var store = "both"
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
-    @Option(help: "The draining worker's concurrency and prefetch (workers.sms.concurrency, prefetch; the shipped default is 64).")
-    var workerConcurrency = 64
+    @Option(
+        help: "The draining worker's concurrency and prefetch (workers.sms.concurrency and prefetch; deploy/config/herald-worker.yaml ships 128).")
+    var workerConcurrency = 128
+    @Option(help: "How long the fake gateway takes to answer each SMS in the worker suite, in milliseconds (a real provider: 100–500).")
+    var gatewayLatency = 0
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
     @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
     @Option(help: "Store of the profile suite: sqlite or postgres.") var profileStore = "sqlite"
@@ -272,11 +275,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     func workerDrain(_ kind: TestStore, label: String) async throws -> (
         perSecond: Double, cpuPerJob: Double, peakMiB: Double, cpuShares: [(String, Double)]
     ) {
-        let inFlight = workerConcurrency
-        let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false) {
-            $0.concurrency = inFlight
-            $0.prefetch = inFlight
-        }
+        let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false, workerInFlight: workerConcurrency)
         do {
             let queued = Locked(0)
             let started = ContinuousClock.now
@@ -300,6 +299,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 try await group.waitForAll()
             }
             print(String(format: "(e) [%@] backlog of %d queued in %.1f s", label, backlog, (ContinuousClock.now - started).seconds))
+            if gatewayLatency > 0 {
+                stack.gateway.setFallback(FakeSMSGateway.Reply(status: 200, body: #"{"status":"queued"}"#, delay: .milliseconds(gatewayLatency)))
+            }
             let worker = try stack.startWorker()
             // What else works while the worker drains: the store, the broker, the fake gateway, the machine.
             let watch = CPUWatch([
@@ -317,8 +319,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             print(
                 String(
                     format:
-                        "(e) [%@] one herald-sms-worker (%d in flight) drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@ (now: anonymous %@, mapped files %@)",
-                    label, workerConcurrency, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, peak(worker.pid),
+                        "(e) [%@] one herald-sms-worker (%d in flight, gateway answering in %d ms) drained %d jobs in %.1f s = %.0f jobs/s; worker CPU %.0f µs per job; peak RSS %@ (now: anonymous %@, mapped files %@)",
+                    label, workerConcurrency, gatewayLatency, backlog, seconds, Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000,
+                    peak(worker.pid),
                     statusField(worker.pid, "RssAnon"), statusField(worker.pid, "RssFile")))
             print("    CPU during the drain: " + shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", "))
             if let answer = try? await HeraldClient(port: stack.settings.metricsPort).get("/metrics") {
@@ -553,6 +556,8 @@ struct BenchStack: Sendable {
     let workers: Locked<[HeraldProcess]>
     var worker: HeraldProcess { workers.withLock { $0[0] } }
     let configPath: String
+    /// Jobs each herald-sms-worker has in flight (its concurrency and prefetch).
+    let workerInFlight: Int
     let clients: [HeraldClient]
     let apiPorts: [Int]
     /// Each herald-api's metrics listener (the worker has the configuration's `metricsPort`).
@@ -568,10 +573,12 @@ struct BenchStack: Sendable {
         }
     }
 
-    /// Workers run with deploy/config/herald-worker.yaml's pool and parallelism: claims and outcomes
-    /// travel in batches, so a few connections suffice (each idle one costs memory), and 128 jobs in
-    /// flight hide the batches' round trips (PostgreSQL drain 3,700 jobs/s at 64, 5,200 at 128).
-    static let workerEnvironment = ["HERALD_STORE_POOL_SIZE": "4", "HERALD_WORKERS_SMS_PREFETCH": "128", "HERALD_WORKERS_SMS_CONCURRENCY": "128"]
+    /// Workers run with deploy/config/herald-worker.yaml's pool and parallelism (128 jobs in flight unless
+    /// `--worker-concurrency` says otherwise): claims and outcomes travel in batches, so a few connections
+    /// suffice (each idle one costs memory).
+    static func workerEnvironment(inFlight: Int) -> [String: String] {
+        ["HERALD_STORE_POOL_SIZE": "4", "HERALD_WORKERS_SMS_PREFETCH": String(inFlight), "HERALD_WORKERS_SMS_CONCURRENCY": String(inFlight)]
+    }
 
     static func phone(_ index: Int) -> String {
         // +1 555 2xx xxxx … +1 555 9xx xxxx: valid NANP, distinct per index.
@@ -580,7 +587,7 @@ struct BenchStack: Sendable {
     }
 
     static func start(
-        limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true,
+        limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true, workerInFlight: Int = 128,
         configure: (inout TestConfiguration) -> Void = { _ in }
     ) async throws -> BenchStack {
         let gateway = try await FakeSMSGateway.start()
@@ -612,11 +619,12 @@ struct BenchStack: Sendable {
         let workers = Locked([HeraldProcess]())
         if startsWorker {
             let worker = try HeraldProcess(
-                "herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir, environment: Self.workerEnvironment)
+                "herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir,
+                environment: Self.workerEnvironment(inFlight: workerInFlight))
             workers.withLock { $0.append(worker) }
         }
         let stack = BenchStack(
-            settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, clients: clients,
+            settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, workerInFlight: workerInFlight, clients: clients,
             apiPorts: clients.compactMap { Int($0.baseURL.split(separator: ":").last ?? "") }, apiMetricsPorts: metricsPorts,
             arrivals: ArrivalClock())
         for (api, client) in zip(apis, clients) {
@@ -642,7 +650,8 @@ struct BenchStack: Sendable {
     /// Starts a herald-sms-worker (the first, when the stack started without one).
     func startWorker() throws -> HeraldProcess {
         let worker = try HeraldProcess(
-            "herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir, environment: Self.workerEnvironment)
+            "herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir,
+            environment: Self.workerEnvironment(inFlight: workerInFlight))
         workers.withLock { $0.append(worker) }
         return worker
     }

@@ -1,7 +1,8 @@
 import Foundation
-import HeraldCurl
 import HeraldTesting
 import Testing
+
+@testable import HeraldCurl
 
 @Suite("libcurl HTTP client against a real HTTP server")
 struct CurlClientTests {
@@ -23,6 +24,17 @@ struct CurlClientTests {
         #expect(received.to == "+15555550100")
         #expect(received.headers["authorization"] == "Bearer k")
         #expect(received.headers["expect"] == nil)
+    }
+
+    @Test("header lines are trimmed of spaces, tabs, CR and LF at both ends only")
+    func headerLineTrimming() {
+        func trim(_ text: String) -> String { String(decoding: HeaderLine.trimmed(Array(text.utf8)), as: UTF8.self) }
+        #expect(trim("Retry-After: 7\r\n") == "Retry-After: 7")
+        #expect(trim(" \t Location: http://a:1/ b \t\r\n") == "Location: http://a:1/ b")
+        #expect(trim("\r\n") == "")
+        #expect(trim("") == "")
+        #expect(trim("x") == "x")
+        #expect(trim("250 OK") == "250 OK")
     }
 
     @Test("reports Retry-After of a 429")
