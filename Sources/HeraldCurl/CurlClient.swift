@@ -22,8 +22,8 @@ public final class CurlClient: Sendable {
         var closed = false
     }
 
-    /// The multi handle, touched only by the loop thread (and `curl_multi_wakeup`, thread-safe, called
-    /// under `shared`'s lock while the handle is open).
+    /// The multi handle, touched only by the loop thread (and its watch's `wake()`, called under
+    /// `shared`'s lock while the handle is open).
     let multi: MultiHandle
     let shared = Mutex(Shared())
     let logger: Logger
@@ -70,7 +70,7 @@ public final class CurlClient: Sendable {
                     let accepted = shared.withLock { state -> Bool in
                         guard state.stopping == false else { return false }
                         state.inbox.append(transfer)
-                        curl_multi_wakeup(multi.handle)
+                        multi.watch.wake()
                         return true
                     }
                     if accepted == false {
@@ -81,7 +81,7 @@ public final class CurlClient: Sendable {
                 // The loop thread removes the handle and fails the transfer (never from this thread).
                 shared.withLock { state in
                     state.cancelled.append(transfer)
-                    if state.closed == false { curl_multi_wakeup(multi.handle) }
+                    if state.closed == false { multi.watch.wake() }
                 }
             }
         } catch let error as CurlError {
@@ -95,7 +95,7 @@ public final class CurlClient: Sendable {
     public func shutdown() {
         shared.withLock { state in
             state.stopping = true
-            if state.closed == false { curl_multi_wakeup(multi.handle) }
+            if state.closed == false { multi.watch.wake() }
         }
     }
 
@@ -113,6 +113,7 @@ public final class CurlClient: Sendable {
 
     private func loop() {
         var active: [UnsafeMutableRawPointer: Transfer] = [:]
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
         while true {
             let (incoming, cancelled, stopping) = shared.withLock { state -> ([Transfer], [Transfer], Bool) in
                 defer {
@@ -147,8 +148,20 @@ public final class CurlClient: Sendable {
                 }
                 return
             }
+            let ready = epoll_wait(multi.watch.epoll, &events, Int32(events.count), multi.watch.waitMilliseconds)
             var running: Int32 = 0
-            curl_multi_perform(multi.handle, &running)
+            for event in events.prefix(Int(max(0, ready))) {
+                let socket = event.data.fd
+                if socket == multi.watch.wakeup {
+                    multi.watch.drainWakeups()
+                    continue
+                }
+                let flags =
+                    (event.events & EPOLLIN.rawValue != 0 ? CURL_CSELECT_IN : 0) | (event.events & EPOLLOUT.rawValue != 0 ? CURL_CSELECT_OUT : 0)
+                    | (event.events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 ? CURL_CSELECT_ERR : 0)
+                curl_multi_socket_action(multi.handle, socket, flags, &running)
+            }
+            if multi.watch.timerDue() { curl_multi_socket_action(multi.handle, CURL_SOCKET_TIMEOUT, 0, &running) }
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi.handle, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
@@ -158,7 +171,6 @@ public final class CurlClient: Sendable {
                     transfer.finish(transfer.outcome(result))
                 }
             }
-            curl_multi_poll(multi.handle, nil, 0, 1000, nil)
         }
     }
 }
@@ -166,15 +178,19 @@ public final class CurlClient: Sendable {
 /// Owns the multi handle's lifetime: cleaned up once, by the loop on shutdown or at release.
 final class MultiHandle: Sendable {
     nonisolated(unsafe) let handle: UnsafeMutableRawPointer
+    /// The sockets and timer the loop waits on; lives as long as the handle, whose callbacks point at it.
+    let watch = SocketWatch()
     let cleaned = Atomic<Bool>(false)
 
     init() {
         handle = curl_multi_init()
+        watch.install(on: handle)
     }
 
     func cleanup() {
         if cleaned.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
             curl_multi_cleanup(handle)
+            watch.close()
         }
     }
 

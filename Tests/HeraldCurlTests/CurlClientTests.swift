@@ -89,6 +89,22 @@ struct CurlClientTests {
         #expect(await eventually { gateway.received.count == 1 })
     }
 
+    @Test("a cancelled request ends before the server answers, as failedAfterSending; the loop goes on serving")
+    func cancellation() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        gateway.script([.init(status: 200, delay: .seconds(30))])
+        let slow = Task { try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data("{}".utf8), timeout: .seconds(60))) }
+        #expect(await eventually { gateway.received.count == 1 })
+        slow.cancel()
+        switch await slow.result {
+        case .success(let response): Issue.record("the cancelled request waited for the answer: \(response.status)")
+        case .failure(let error): #expect((error as? CurlError)?.kind == .failedAfterSending, "\(error)")
+        }
+        let next = try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data("{}".utf8)))
+        #expect(next.status == 200)
+    }
+
     @Test("many requests run concurrently on one loop")
     func concurrent() async throws {
         let gateway = try await FakeSMSGateway.start()
