@@ -81,8 +81,7 @@ final class SocketWatch: @unchecked Sendable {
         guard let deadline else { return 1000 }
         let left = deadline - ContinuousClock.now
         if left <= .zero { return 0 }
-        let parts = left.components
-        return Int32(min(1000, parts.seconds * 1000 + (parts.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
+        return Int32(min(1000, (left / .milliseconds(1)).rounded(.up)))
     }
 
     /// True once libcurl's timer is due; it is then cleared (libcurl sets the next one while it acts).

@@ -270,7 +270,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     }
 
     /// (e) `backlog` jobs queued through the API while no worker runs; then one herald-sms-worker
-    /// drains them against a gateway that answers at once: jobs/s and the worker's CPU per job.
+    /// drains them against a gateway that answers at once (or after `--gateway-latency`): jobs/s and the
+    /// worker's CPU per job.
     @discardableResult
     func workerDrain(_ kind: TestStore, label: String) async throws -> (
         perSecond: Double, cpuPerJob: Double, peakMiB: Double, cpuShares: [(String, Double)]
