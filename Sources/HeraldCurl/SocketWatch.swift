@@ -20,8 +20,6 @@ import Foundation
 final class SocketWatch: @unchecked Sendable {
     let epoll: Int32
     let wakeup: Int32
-    /// Sockets in the epoll set.
-    private var watched: Set<Int32> = []
     /// When libcurl wants `CURL_SOCKET_TIMEOUT` (nil: it has no timer set).
     private var deadline: ContinuousClock.Instant?
 
@@ -54,18 +52,15 @@ final class SocketWatch: @unchecked Sendable {
     /// libcurl's request for `socket`: watch it for `what` (`CURL_POLL_IN`, `_OUT`, `_INOUT`) or stop.
     func watch(_ socket: Int32, _ what: Int32) {
         guard what != CURL_POLL_REMOVE else {
-            if watched.remove(socket) != nil { epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil) }
+            epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil)
             return
         }
         var event = epoll_event()
         event.events = (what & CURL_POLL_IN != 0 ? EPOLLIN.rawValue : 0) | (what & CURL_POLL_OUT != 0 ? EPOLLOUT.rawValue : 0)
         event.data.fd = socket
-        if watched.insert(socket).inserted {
-            if epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) != 0, errno == EEXIST {
-                epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event)
-            }
-        } else if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0, errno == ENOENT {
-            // The socket was closed and its number reused before libcurl said so: watch it anew.
+        // The epoll set is the record of what is watched: a socket it does not hold yet (new, or closed
+        // and its number reused) is added.
+        if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0, errno == ENOENT {
             epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event)
         }
     }
