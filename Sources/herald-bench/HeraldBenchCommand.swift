@@ -24,7 +24,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
     @Option(
         help:
-            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
+            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
     )
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
@@ -43,6 +43,11 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
     @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
     @Option(help: "Store of the profile suite: sqlite or postgres.") var profileStore = "sqlite"
+    @Option(
+        help:
+            "The pair suite's other build: a directory holding its herald-api and herald-sms-worker (for example a copy of another commit's .build/release)."
+    )
+    var baselineBin: String?
 
     /// The stack variants the spine suite measures, in print order.
     var variants: [(label: String, store: TestStore, apis: Int)] {
@@ -88,6 +93,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         }
         if suite == "profile" {
             try await perfTopTen(store: profileStore == "postgres" ? .postgres : .sqlite, keeping: perfData, loadRuns: runs)
+        }
+        if suite == "pair" {
+            guard let baselineBin else { throw ValidationError("--suite pair needs --baseline-bin DIR") }
+            try await pairedComparison(baseline: baselineBin, store: profileStore == "postgres" ? .postgres : .sqlite)
         }
         if suite == "worker" {
             for variant in variants where variant.apis == 1 {
@@ -589,8 +598,10 @@ struct BenchStack: Sendable {
 
     static func start(
         limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true, workerInFlight: Int = 128,
-        configure: (inout TestConfiguration) -> Void = { _ in }
+        binDirectory: String? = nil, configure: (inout TestConfiguration) -> Void = { _ in }
     ) async throws -> BenchStack {
+        // Another build's executables by absolute path (the pair suite), else this build's.
+        func executable(_ name: String) -> String { binDirectory.map { "\($0)/\(name)" } ?? name }
         let gateway = try await FakeSMSGateway.start()
         var settings = TestConfiguration()
         settings.storeURL = try store.freshURL()
@@ -613,14 +624,14 @@ struct BenchStack: Sendable {
             metricsPorts.append(freePort())
             apis.append(
                 try HeraldProcess(
-                    "herald-api", arguments: ["--config", path], logDirectory: settings.stateDir,
+                    executable("herald-api"), arguments: ["--config", path], logDirectory: settings.stateDir,
                     environment: ["HERALD_HTTP_PORT": String(port), "HERALD_HTTP_METRICS_PORT": String(metricsPorts[index])]))
             clients.append(HeraldClient(port: port))
         }
         let workers = Locked([HeraldProcess]())
         if startsWorker {
             let worker = try HeraldProcess(
-                "herald-sms-worker", arguments: ["--config", path], logDirectory: settings.stateDir,
+                executable("herald-sms-worker"), arguments: ["--config", path], logDirectory: settings.stateDir,
                 environment: Self.workerEnvironment(inFlight: workerInFlight))
             workers.withLock { $0.append(worker) }
         }

@@ -1,0 +1,66 @@
+import Foundation
+import HeraldCore
+import HeraldTesting
+
+/// The pair suite (`--suite pair --baseline-bin DIR`): this build and another one, each a full stack
+/// (herald-api, herald-sms-worker, fake gateway, default limits), loaded at the same moment by one wrk
+/// each, `runs` times. On a shared machine the speed of the same build moved by ±15 % between runs
+/// minutes apart and by a factor of 2.5 between days, which hides any change smaller than that when
+/// builds are measured one after the other. Loaded together, both builds see the same neighbours, the
+/// same broker and each other, so the ratio of their CPU per send is what the change did.
+extension HeraldBenchCommand {
+    func pairedComparison(baseline: String, store: TestStore) async throws {
+        guard Wrk.available else { throw TestFailure("the pair suite drives both stacks with wrk (apt-get install wrk)") }
+        for name in ["herald-api", "herald-sms-worker"] where FileManager.default.isExecutableFile(atPath: "\(baseline)/\(name)") == false {
+            throw TestFailure("--baseline-bin \(baseline) holds no executable \(name)")
+        }
+        print("pair: this build (\(HeraldProcess.binDirectory)) against \(baseline), \(store), \(runs) runs of \(throughputSeconds) s at c64 each")
+        // Started one after the other: each stack picks its own free ports.
+        let current = try await BenchStack.start(limits: Self.measuredLimits, store: store)
+        let other: BenchStack
+        do {
+            other = try await BenchStack.start(limits: Self.measuredLimits, store: store, binDirectory: baseline)
+        } catch {
+            await current.stop()
+            throw error
+        }
+        var ratios: [Double] = []
+        do {
+            for run in 1...runs {
+                async let mine = loadedCPU(current, offset: 20_000_000 * run)
+                async let theirs = loadedCPU(other, offset: 20_000_000 * run + 10_000_000)
+                let (a, b) = try await (mine, theirs)
+                let ratio = a.cpuPerSend / max(1, b.cpuPerSend)
+                ratios.append(ratio)
+                print(
+                    String(
+                        format: "run %d: this build %.0f µs per send (%.0f sends/s), baseline %.0f µs (%.0f sends/s): ratio %.3f",
+                        run, a.cpuPerSend, a.perSecond, b.cpuPerSend, b.perSecond, ratio))
+            }
+        } catch {
+            await current.stop()
+            await other.stop()
+            throw error
+        }
+        await current.stop()
+        await other.stop()
+        let sorted = ratios.sorted()
+        print(
+            String(
+                format: "herald-api CPU per send, this build ÷ baseline: median %.3f [%.3f–%.3f] over %d paired runs",
+                sorted[sorted.count / 2], sorted.first!, sorted.last!, sorted.count))
+    }
+
+    /// One wrk at c64 against `stack` for `throughputSeconds`, and its herald-api's CPU per accepted send.
+    private func loadedCPU(_ stack: BenchStack, offset: Int) async throws -> (cpuPerSend: Double, perSecond: Double) {
+        let pids = stack.apis.map(\.pid)
+        let before = ProcessCPU.seconds(pids)
+        let started = ContinuousClock.now
+        let result = try await Wrk.run(
+            url: "http://127.0.0.1:\(stack.settings.apiPort)", script: Wrk.sendScript(apiKey: TestConfiguration.apiKey, offset: offset),
+            seconds: throughputSeconds)
+        let seconds = (ContinuousClock.now - started).seconds
+        let accepted = max(1, result.requests - result.failed)
+        return ((ProcessCPU.seconds(pids) - before) / Double(accepted) * 1_000_000, Double(accepted) / seconds)
+    }
+}
