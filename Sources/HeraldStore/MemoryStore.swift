@@ -447,7 +447,7 @@ public final class MemoryStore: HeraldStoreProtocol {
     }
 
     public func messages(_ query: MessageQuery) async throws -> MessagePage {
-        let key = { (record: MessageRecord) in (record.createdAt.millisecondsSince1970, record.id.uuidString.lowercased()) }
+        let key = { (record: MessageRecord) in (record.createdAt.millisecondsSince1970, record.id.lowercasedText) }
         let matching = state.withLock { state in
             state.deliveries.values.map(\.record).filter { record in
                 (query.to.map { record.destination == $0 } ?? true) && (query.statuses.map { $0.contains(record.status) } ?? true)

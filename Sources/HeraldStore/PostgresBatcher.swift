@@ -88,7 +88,7 @@ final class PostgresBatcher: Sendable {
                 case .claim(let jobID, let project, let type, let destination, let owner, let description, let now, let reclaim):
                     let event = SQLStore.claimEvent(owner: owner, now: now)
                     return .fields([
-                        ("op", .string("claim")), ("jobId", .string(jobID.uuidString.lowercased())), ("project", .string(project)),
+                        ("op", .string("claim")), ("jobId", .string(jobID.lowercasedText)), ("project", .string(project)),
                         ("type", .string(type.rawValue)), ("to", .string(destination)), ("owner", .string(owner)),
                         ("nowMs", .integer(now.millisecondsSince1970)), ("reclaim", .string(reclaim ? "true" : "false")),
                         ("template", description.template.map { .string($0) }), ("locale", description.locale.map { .string($0) }),
@@ -97,7 +97,7 @@ final class PostgresBatcher: Sendable {
                     ])
                 case .record(let jobID, let status, let reason, let segments, let providerMessageID, let event, let now):
                     return .fields([
-                        ("op", .string("record")), ("jobId", .string(jobID.uuidString.lowercased())), ("status", .string(status.rawValue)),
+                        ("op", .string("record")), ("jobId", .string(jobID.lowercasedText)), ("status", .string(status.rawValue)),
                         ("reason", reason.map { .string($0) }), ("segments", segments.map { .integer(Int64($0.segments)) }),
                         ("encoding", segments.map { .string($0.encoding.rawValue) }), ("nowMs", .integer(now.millisecondsSince1970)),
                         ("providerMessageId", providerMessageID.map { .string($0) }), ("event", .string(event)),
@@ -123,7 +123,7 @@ final class PostgresBatcher: Sendable {
                         ("id", .string(session.id)), ("phone", .string(session.phoneNumber)), ("codeHash", .string(SHA256Hex.hex(session.codeHash))),
                         ("createdMs", .integer(session.createdAt.millisecondsSince1970)),
                         ("expiresMs", .integer(session.expiresAt.millisecondsSince1970)),
-                        ("maxAttempts", .integer(Int64(session.maxAttempts))), ("jobId", session.jobID.map { .string($0.uuidString.lowercased()) }),
+                        ("maxAttempts", .integer(Int64(session.maxAttempts))), ("jobId", session.jobID.map { .string($0.lowercasedText) }),
                         ("region", .string(session.region)), ("infoSealed", session.sessionInfoSealed.map { .string($0) }),
                         ("clientKey", session.clientKey.map { .string($0) }), ("credentialHash", session.credentialHash.map { .string($0) }),
                         ("purpose", .string(session.purpose.description)), ("codeSealed", session.codeSealed.map { .string($0) }),

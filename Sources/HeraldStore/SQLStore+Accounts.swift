@@ -325,7 +325,7 @@ extension SQLStore {
                     .text(record.codeHash), .text(record.projectID), .text(record.requestType), .text(record.email),
                     .integer(record.createdAt.millisecondsSince1970), .integer(record.expiresAt.millisecondsSince1970),
                     record.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
-                    record.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, record.linkSealed.map(SQLValue.text) ?? .null,
+                    record.jobID.map { .text($0.lowercasedText) } ?? .null, record.linkSealed.map(SQLValue.text) ?? .null,
                 ])
         }
     }

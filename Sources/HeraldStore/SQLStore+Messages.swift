@@ -10,7 +10,7 @@ extension SQLStore {
 
     public func message(id: UUID) async throws -> MessageRecord? {
         try await run { db in
-            try db.query("SELECT \(Self.messageColumns) FROM deliveries WHERE job_id = ?", [.text(id.uuidString.lowercased())])
+            try db.query("SELECT \(Self.messageColumns) FROM deliveries WHERE job_id = ?", [.text(id.lowercasedText)])
                 .first.flatMap(Self.message)
         }
     }
@@ -54,7 +54,7 @@ extension SQLStore {
         let messages = rows.prefix(pageSize).compactMap(Self.message)
         let next =
             rows.count > pageSize
-            ? messages.last.map { MessageCursor(createdMs: $0.createdAt.millisecondsSince1970, id: $0.id.uuidString.lowercased()) } : nil
+            ? messages.last.map { MessageCursor(createdMs: $0.createdAt.millisecondsSince1970, id: $0.id.lowercasedText) } : nil
         return MessagePage(messages: messages, next: next)
     }
 
@@ -82,7 +82,7 @@ extension SQLStore {
     public func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws
         -> ReceiptResult
     {
-        let id = jobID.uuidString.lowercased()
+        let id = jobID.lowercasedText
         let (status, reason, event) = Self.receipt(delivered: delivered, errorCode: errorCode, now: now)
         let receivable = ReceiptResult.receivable.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         return try await run { db in
@@ -107,7 +107,7 @@ extension SQLStore {
 
     public func keepUncertainJob(jobID: UUID, body: Data) async throws {
         try await run { db in
-            try db.query("UPDATE deliveries SET job_body = ? WHERE job_id = ?", [.blob(body), .text(jobID.uuidString.lowercased())])
+            try db.query("UPDATE deliveries SET job_body = ? WHERE job_id = ?", [.blob(body), .text(jobID.lowercasedText)])
         }
     }
 
@@ -115,7 +115,7 @@ extension SQLStore {
         try await run { db in
             guard
                 case .blob(let body) = try db.query(
-                    "SELECT job_body FROM deliveries WHERE job_id = ? AND status = 'uncertain'", [.text(jobID.uuidString.lowercased())]
+                    "SELECT job_body FROM deliveries WHERE job_id = ? AND status = 'uncertain'", [.text(jobID.lowercasedText)]
                 ).first?.first
             else { return nil }
             return body
@@ -131,7 +131,7 @@ extension SQLStore {
                 WHERE job_id = ? AND status = 'uncertain'
                 RETURNING job_id
                 """,
-                [.text(status.rawValue), .integer(now.millisecondsSince1970), .text(line), .text(jobID.uuidString.lowercased())]
+                [.text(status.rawValue), .integer(now.millisecondsSince1970), .text(line), .text(jobID.lowercasedText)]
             ).isEmpty == false
         }
     }

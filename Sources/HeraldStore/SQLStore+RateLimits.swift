@@ -57,17 +57,26 @@ extension SQLStore {
     }
 
     static func decide(_ db: any SQLConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws -> GCRA.Decision {
-        let later = db.dialect.greatest("rate_limits.tat_us", "?2")
         let allowed = try db.query(
-            """
+            db.dialect == .sqlite ? decideInSQLite : decideInPostgres,
+            [.text(key), .integer(now), .integer(parameters.interval), .integer(parameters.tolerance)])
+        if let tat = allowed.first?[0].int { return GCRA.Decision(allowed: true, tat: tat, retryAfter: 0) }
+        let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
+        return GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now)
+    }
+
+    /// The decision's statement in each dialect, built once (six run per send).
+    static let decideInSQLite = decideStatement(.sqlite)
+    static let decideInPostgres = decideStatement(.postgres)
+
+    private static func decideStatement(_ dialect: SQLDialect) -> String {
+        let later = dialect.greatest("rate_limits.tat_us", "?2")
+        return """
             INSERT INTO rate_limits (key, tat_us) VALUES (?1, ?2 + ?3)
             ON CONFLICT (key) DO UPDATE SET tat_us = \(later) + ?3
             WHERE \(later) + ?3 - ?2 <= ?4
             RETURNING tat_us
-            """, [.text(key), .integer(now), .integer(parameters.interval), .integer(parameters.tolerance)])
-        if let tat = allowed.first?[0].int { return GCRA.Decision(allowed: true, tat: tat, retryAfter: 0) }
-        let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
-        return GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now)
+            """
     }
 
     static func refund(_ db: any SQLConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws {

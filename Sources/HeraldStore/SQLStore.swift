@@ -59,7 +59,7 @@ public final class SQLStore: HeraldStoreProtocol {
                 .integer(session.createdAt.millisecondsSince1970), .integer(session.expiresAt.millisecondsSince1970),
                 .integer(Int64(session.attempts)), .integer(Int64(session.maxAttempts)),
                 session.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
-                session.jobID.map { .text($0.uuidString.lowercased()) } ?? .null, .text(session.region),
+                session.jobID.map { .text($0.lowercasedText) } ?? .null, .text(session.region),
                 session.sessionInfoSealed.map(SQLValue.text) ?? .null, session.clientKey.map(SQLValue.text) ?? .null,
                 session.credentialHash.map(SQLValue.text) ?? .null, .text(session.purpose.description),
                 session.codeSealed.map(SQLValue.text) ?? .null,
@@ -192,7 +192,7 @@ public final class SQLStore: HeraldStoreProtocol {
             ON CONFLICT (job_id) DO NOTHING
             """,
             [
-                .text(jobID.uuidString.lowercased()), .text(projectID), .text(type.rawValue), .text(destination),
+                .text(jobID.lowercasedText), .text(projectID), .text(type.rawValue), .text(destination),
                 .integer(now.millisecondsSince1970), .integer(now.millisecondsSince1970), Self.optional(producer),
             ])
     }
@@ -218,7 +218,7 @@ public final class SQLStore: HeraldStoreProtocol {
             }
             throw StoreError(.failed, "herald_batch_v4 answered a malformed claim")
         }
-        let id = jobID.uuidString.lowercased()
+        let id = jobID.lowercasedText
         let claimable = reclaimInDoubt ? "('pending', 'retrying', 'throttled', 'sending')" : "('pending', 'retrying', 'throttled')"
         let event = Self.claimEvent(owner: owner, now: now)
         return try await run { db in
@@ -286,7 +286,7 @@ public final class SQLStore: HeraldStoreProtocol {
                 [
                     .text(status.rawValue), Self.optional(reason), .integer(now.millisecondsSince1970),
                     segments.map { .integer(Int64($0.segments)) } ?? .null, segments.map { .text($0.encoding.rawValue) } ?? .null,
-                    Self.optional(providerMessageID), .text(event), .text(jobID.uuidString.lowercased()),
+                    Self.optional(providerMessageID), .text(event), .text(jobID.lowercasedText),
                 ])
         }
     }
@@ -295,7 +295,7 @@ public final class SQLStore: HeraldStoreProtocol {
         let event = MessageEvent(status: status, at: now, detail: detail).storedLine
         try await run { db in
             try db.query(
-                "UPDATE deliveries SET events = COALESCE(events, '') || ? WHERE job_id = ?", [.text(event), .text(jobID.uuidString.lowercased())])
+                "UPDATE deliveries SET events = COALESCE(events, '') || ? WHERE job_id = ?", [.text(event), .text(jobID.lowercasedText)])
         }
     }
 
@@ -304,7 +304,7 @@ public final class SQLStore: HeraldStoreProtocol {
         try await run { db in
             guard
                 let row = try db.query(
-                    "SELECT segments, encoding FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
+                    "SELECT segments, encoding FROM deliveries WHERE job_id = ?", [.text(jobID.lowercasedText)]
                 ).first, let segments = row[0].int, let encoding = row[1].string
             else { return nil }
             return (Int(segments), encoding)
@@ -315,7 +315,7 @@ public final class SQLStore: HeraldStoreProtocol {
         try await run { db in
             guard
                 let row = try db.query(
-                    "SELECT status, reason, attempts FROM deliveries WHERE job_id = ?", [.text(jobID.uuidString.lowercased())]
+                    "SELECT status, reason, attempts FROM deliveries WHERE job_id = ?", [.text(jobID.lowercasedText)]
                 ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
             else { return nil }
             return (status, row[1].string, Int(row[2].int ?? 0))

@@ -30,7 +30,7 @@ public enum TestStore: String, CaseIterable, Sendable, CustomStringConvertible {
     }
 
     public static func uniqueSchema() -> String {
-        "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        "t_" + UUID().lowercasedText.replacingOccurrences(of: "-", with: "")
     }
 
     /// Drops the schema a PostgreSQL `store.url` names (test clean-up); nothing for other URLs.

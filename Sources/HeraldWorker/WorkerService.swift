@@ -261,7 +261,7 @@ public final class WorkerService: Service {
             }
         }
         var log = logger
-        log[metadataKey: "job.id"] = .string(job.id.uuidString.lowercased())
+        log[metadataKey: "job.id"] = .string(job.id.lowercasedText)
         log[metadataKey: "project"] = .string(job.project)
         if case .string(let trace) = delivery.headers["traceparent"] { log[metadataKey: "traceparent"] = .string(trace) }
 

@@ -34,7 +34,7 @@ extension HeraldAdminCommand.Messages {
                 return
             }
             let lines: [(String, String?)] = [
-                ("id", message.id.uuidString.lowercased()), ("project", message.project), ("type", message.type.rawValue),
+                ("id", message.id.lowercasedText), ("project", message.project), ("type", message.type.rawValue),
                 ("to", message.maskedDestination), ("status", message.publicStatus.rawValue), ("attempts", String(message.attempts)),
                 ("template", message.template), ("locale", message.locale), ("provider", message.provider),
                 ("provider id", message.providerMessageID), ("producer", message.producer),
@@ -81,7 +81,7 @@ extension HeraldAdminCommand.Messages {
             }
             for message in page.messages {
                 let fields = [
-                    MessageView.timestamp(message.createdAt), message.id.uuidString.lowercased(), message.type.rawValue, message.maskedDestination,
+                    MessageView.timestamp(message.createdAt), message.id.lowercasedText, message.type.rawValue, message.maskedDestination,
                     message.publicStatus.rawValue, String(message.attempts), message.provider ?? "-", message.lastError ?? "-",
                 ]
                 print(fields.joined(separator: "\t"))

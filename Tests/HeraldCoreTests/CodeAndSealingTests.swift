@@ -7,14 +7,32 @@ import Testing
 struct CodeAndSealingTests {
     let keys = HeraldKeys(master: Data(repeating: 7, count: 32))
 
+    @Test("A UUID's lowercase text is Foundation's uuidString in lower case")
+    func uuidText() {
+        #expect(UUID(uuid: (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255)).lowercasedText == "00010203-0405-0607-0809-0a0b0c0d0eff")
+        for _ in 0..<200 {
+            let id = UUID()
+            #expect(id.lowercasedText == id.uuidString.lowercased())
+            #expect(UUID(uuidString: id.lowercasedText) == id)
+        }
+    }
+
     @Test("SHA-256 hex and job signatures match known answers (RFC 4231 case 2 for the HMAC)")
     func knownAnswers() throws {
         #expect(SHA256Hex.digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(SHA256Hex.hex([0x00, 0x0f, 0xa0, 0xff]) == "000fa0ff")
+        #expect(SHA256Hex.hex([UInt8]()) == "")
+        #expect(SHA256Hex.hex(SHA256.hash(data: Data("abc".utf8))) == SHA256Hex.digest("abc"))
         let key = SymmetricKey(data: Data("Jefe".utf8))
         let body = Data("what do ya want for nothing?".utf8)
         let signature = JobSignature.sign(body, key: key)
         #expect(signature == "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        // A keyed state used many times gives the same MAC each time (its copies never write to it).
+        let signer = KeyedHMAC(key: key)
+        #expect(JobSignature.sign(Data("other".utf8), signer: signer) == JobSignature.sign(Data("other".utf8), key: key))
+        #expect(JobSignature.sign(body, signer: signer) == signature)
+        #expect(JobSignature.sign(body, signer: signer) == signature)
+        #expect(OneTimeCode.hash("123456", session: "s", hasher: keys.codeHasher) == OneTimeCode.hash("123456", session: "s", key: keys.codeHashing))
         #expect(JobSignature.verify(body, signature: signature, key: key))
         #expect(JobSignature.verify(body, signature: signature.uppercased().replacingOccurrences(of: "SHA256=", with: "sha256="), key: key))
         #expect(JobSignature.verify(body + Data(" ".utf8), signature: signature, key: key) == false)

@@ -57,7 +57,7 @@ struct StatusPage: Sendable {
                 return Self.html(
                     Self.page("Message not found", "<p>No such message in the ledger.</p>", caller: caller, session: session), status: .notFound)
             }
-            return Self.html(Self.page("Message \(id.uuidString.lowercased())", Self.messageView(message), caller: caller, session: session))
+            return Self.html(Self.page("Message \(id.lowercasedText)", Self.messageView(message), caller: caller, session: session))
         }
         router.post("/admin/dead-letters/replay") { request, _ -> Response in
             let (form, caller) = try await authorizedForm(request)
@@ -174,7 +174,7 @@ struct StatusPage: Sendable {
                 to: to.map(MessageRoutes.repairedDestination), status: status, type: nil, project: nil, since: nil, pageSize: "50", pageToken: nil,
                 now: clock.now)
             for message in try await store.messages(query).messages {
-                let id = message.id.uuidString.lowercased()
+                let id = message.id.lowercasedText
                 rows.append(
                     "<tr><td>\(Self.h(Timestamp.format(message.createdAt)))</td><td><a href=\"/admin/messages/\(id)\">\(id)</a></td><td>\(message.type.rawValue)</td><td>\(Self.h(message.maskedDestination))</td><td class=\"status \(message.publicStatus.rawValue)\">\(message.publicStatus.rawValue)</td><td class=n>\(message.attempts)</td><td>\(Self.h(message.lastError ?? ""))</td></tr>"
                 )
@@ -257,7 +257,7 @@ struct StatusPage: Sendable {
 
     static func messageView(_ message: MessageRecord) -> String {
         let fields: [(String, String?)] = [
-            ("Id", message.id.uuidString.lowercased()), ("Project", message.project), ("Type", message.type.rawValue),
+            ("Id", message.id.lowercasedText), ("Project", message.project), ("Type", message.type.rawValue),
             ("To", message.maskedDestination),
             ("Status", message.publicStatus.rawValue), ("Attempts", String(message.attempts)), ("Template", message.template),
             ("Locale", message.locale),

@@ -73,14 +73,14 @@ struct AppleTokenRevocation: Sendable {
             try? await store.recordDelivery(jobID: jobID, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
             logger.error(
                 "Apple revocation job not confirmed by the broker",
-                metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "error": .string("\(error)")])
+                metadata: ["project": .string(project.id), "job.id": .string(jobID.lowercasedText), "error": .string("\(error)")])
             throw HeraldError(.unavailable, "The revocation could not be queued. Try again later.", retryAfter: .seconds(5))
         }
         Counter(label: "herald_api_apple_revocations_total", dimensions: [("project", project.id)]).increment()
         logger.info(
             "Apple token revocation queued",
             metadata: [
-                "project": .string(project.id), "user": .string(user.localID), "job.id": .string(jobID.uuidString.lowercased()),
+                "project": .string(project.id), "user": .string(user.localID), "job.id": .string(jobID.lowercasedText),
                 "client": .string(clientID), "traceparent": .string(traceparent.description),
             ])
         return [:]

@@ -109,14 +109,14 @@ struct EmailLinkSignIn: Sendable {
             try? await limiter.refund(checks, now: clock.now)
             logger.error(
                 "email job not confirmed by the broker",
-                metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "error": .string("\(error)")])
+                metadata: ["project": .string(project.id), "job.id": .string(jobID.lowercasedText), "error": .string("\(error)")])
             throw HeraldError(.unavailable, "The sign-in email could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
         }
         Counter(label: "herald_api_email_links_total", dimensions: [("project", project.id)]).increment()
         logger.info(
             "email sign-in link queued",
             metadata: [
-                "project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "email": .string(email.masked),
+                "project": .string(project.id), "job.id": .string(jobID.lowercasedText), "email": .string(email.masked),
                 "traceparent": .string(origin.traceparent.description),
             ])
         return Sent(email: email.value)

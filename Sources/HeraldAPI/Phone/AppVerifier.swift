@@ -77,7 +77,7 @@ struct AppVerifier: Sendable {
         logger.info(
             "silent push queued",
             metadata: [
-                "project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "environment": .string(environment.rawValue),
+                "project": .string(project.id), "job.id": .string(jobID.lowercasedText), "environment": .string(environment.rawValue),
             ])
         return (receipt, String(Int(project.appVerification.suggestedTimeout.seconds)))
     }

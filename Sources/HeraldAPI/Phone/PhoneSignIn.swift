@@ -121,7 +121,7 @@ struct PhoneSignIn: Sendable {
         func session(code: String, jobID: UUID?) -> VerificationSession {
             VerificationSession(
                 id: sessionID, projectID: project.id, phoneNumber: phone.e164, region: phone.region,
-                codeHash: OneTimeCode.hash(code, session: sessionID, key: keys.codeHashing), createdAt: now,
+                codeHash: OneTimeCode.hash(code, session: sessionID, hasher: keys.codeHasher), createdAt: now,
                 expiresAt: now.adding(project.phone.codeTTL), maxAttempts: project.phone.maxCheckAttempts, jobID: jobID,
                 sessionInfoSealed: sealer.seal(token, context: Self.sealingContext(sessionID)), clientKey: origin.clientKey,
                 credentialHash: credentialHash, purpose: purpose,
@@ -163,7 +163,7 @@ struct PhoneSignIn: Sendable {
             count(project, "unavailable", phone)
             logger.error(
                 "verification job not confirmed by the broker",
-                metadata: ["project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()), "error": .string("\(error)")])
+                metadata: ["project": .string(project.id), "job.id": .string(jobID.lowercasedText), "error": .string("\(error)")])
             throw HeraldError(
                 .unavailable, "The verification code could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
         }
@@ -172,7 +172,7 @@ struct PhoneSignIn: Sendable {
         logger.info(
             "verification code queued",
             metadata: [
-                "project": .string(project.id), "job.id": .string(jobID.uuidString.lowercased()),
+                "project": .string(project.id), "job.id": .string(jobID.lowercasedText),
                 "phone": .string(phone.masked), "traceparent": .string(origin.traceparent.description),
             ])
         return token

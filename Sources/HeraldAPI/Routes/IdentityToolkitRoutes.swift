@@ -208,13 +208,13 @@ struct IdentityToolkitRoutes: Sendable {
 
     func origin(of request: Request, _ context: HeraldRequestContext, body: WireBody) -> PhoneSignIn.Origin {
         let client = ClientAddress.resolve(
-            peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("x-forwarded-for")!],
+            peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[.xForwardedFor],
             trustedProxies: trustedProxies)
         return PhoneSignIn.Origin(
             clientKey: client?.limitKey, remoteIP: client?.description,
-            bundleID: request.headers[HTTPField.Name("x-ios-bundle-identifier")!],
-            locale: request.headers[HTTPField.Name("x-firebase-locale")!] ?? body.string("languageCode"),
-            traceparent: request.headers[HTTPField.Name("traceparent")!].flatMap(TraceParent.init(header:))?.child() ?? .random())
+            bundleID: request.headers[.xIosBundleIdentifier],
+            locale: request.headers[.xFirebaseLocale] ?? body.string("languageCode"),
+            traceparent: request.headers[.traceparent].flatMap(TraceParent.init(header:))?.child() ?? .random())
     }
 
     /// The request body, at most `WireBody.maximumSize`, arriving whole within `http.idleTimeout`: the
@@ -247,4 +247,14 @@ struct RecaptchaConfig: Encodable {
             State(provider: "EMAIL_PASSWORD_PROVIDER", enforcementState: "OFF"),
         ]
     }
+}
+
+/// Request headers every send reads, named once: `HTTPField.Name(_:)` validates and lowercases its text
+/// each time it is built.
+extension HTTPField.Name {
+    static let xForwardedFor = HTTPField.Name("x-forwarded-for")!
+    static let xIosBundleIdentifier = HTTPField.Name("x-ios-bundle-identifier")!
+    static let xFirebaseLocale = HTTPField.Name("x-firebase-locale")!
+    static let traceparent = HTTPField.Name("traceparent")!
+    static let xGoogAPIKey = HTTPField.Name("x-goog-api-key")!
 }

@@ -8,7 +8,7 @@ struct ProjectResolver: Sendable {
 
     /// The API key a request carries, if any.
     static func apiKey(of request: Request) -> String? {
-        request.uri.queryParameters.get("key").map { String($0) } ?? request.headers[HTTPField.Name("x-goog-api-key")!]
+        request.uri.queryParameters.get("key").map { String($0) } ?? request.headers[.xGoogAPIKey]
     }
 
     func project(for request: Request) throws(HeraldError) -> HeraldConfiguration.Project {

@@ -32,6 +32,8 @@ struct WireBody {
 
     private func raw(_ name: String) -> Any? {
         if let value = fields[name] { return value }
+        // A name without capitals is its own snake case.
+        guard name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return nil }
         return fields[Self.snakeCase(name)]
     }
 
@@ -85,15 +87,20 @@ struct WireBody {
         String(text.prefix(40).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
     }
 
+    /// `phoneNumber` → `phone_number`. Field names are Herald's own ASCII literals, and every absent
+    /// field a handler asks about is looked up under this name too, so it works on bytes (Character's
+    /// Unicode properties were a visible share of a send).
     static func snakeCase(_ name: String) -> String {
-        var out = ""
-        for character in name {
-            if character.isUppercase {
-                out += "_" + character.lowercased()
+        var out: [UInt8] = []
+        out.reserveCapacity(name.utf8.count + 4)
+        for byte in name.utf8 {
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
+                out.append(UInt8(ascii: "_"))
+                out.append(byte + 32)
             } else {
-                out.append(character)
+                out.append(byte)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 }

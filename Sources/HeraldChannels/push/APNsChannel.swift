@@ -89,7 +89,7 @@ public struct APNsChannel: Sendable {
                 ("apns-priority", "5"),
                 ("apns-topic", message.topic),
                 ("apns-expiration", String(Int(expiresAt.timeIntervalSince1970))),
-                ("apns-id", jobID.uuidString.lowercased()),
+                ("apns-id", jobID.lowercasedText),
                 ("content-type", "application/json"),
             ],
             body: body, timeout: settings.timeout, version: .http2, caFile: settings.caFile)

@@ -32,14 +32,14 @@ public struct HTTPGatewayChannel: DeliveryChannel {
         guard let url = settings.url else { return .permanent(reason: "sms.http.url is not configured") }
         let body = settings.bodyTemplate.render(
             [
-                "to": message.to, "body": message.body, "reference": message.jobID.uuidString.lowercased(),
+                "to": message.to, "body": message.body, "reference": message.jobID.lowercasedText,
                 "expiresAt": Timestamp.format(message.expiresAt), "project": message.project,
             ], escaping: escaping)
         var headers = settings.headers.map { (name: $0.key, value: $0.value) }
         if settings.headers.keys.contains(where: { $0.lowercased() == "content-type" }) == false {
             headers.append(("Content-Type", settings.contentType))
         }
-        headers.append(("Idempotency-Key", message.jobID.uuidString.lowercased()))
+        headers.append(("Idempotency-Key", message.jobID.lowercasedText))
         let request = CurlHTTPRequest(url: url, headers: headers, body: Data(body.utf8), timeout: settings.timeout)
         do {
             let response = try await client.perform(request)

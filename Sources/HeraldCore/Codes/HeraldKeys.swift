@@ -11,6 +11,9 @@ public struct HeraldKeys: Sendable {
     public let codeHashing: SymmetricKey
     /// Signs job bodies (`JobSignature`), so workers send only what herald-api published.
     public let jobSigning: SymmetricKey
+    /// `codeHashing` and `jobSigning` with their pads hashed once (a send uses both).
+    public let codeHasher: KeyedHMAC
+    public let jobSigner: KeyedHMAC
     /// Signs the status page's session cookies and CSRF tokens.
     public let adminSessions: SymmetricKey
 
@@ -24,6 +27,8 @@ public struct HeraldKeys: Sendable {
             inputKeyMaterial: material, salt: salt, info: Data("herald/code-hash/v1".utf8), outputByteCount: 32)
         self.jobSigning = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: material, salt: salt, info: Data("herald/job-signature/v1".utf8), outputByteCount: 32)
+        self.codeHasher = KeyedHMAC(key: codeHashing)
+        self.jobSigner = KeyedHMAC(key: jobSigning)
         self.adminSessions = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: material, salt: salt, info: Data("herald/admin-session/v1".utf8), outputByteCount: 32)
     }

@@ -11,10 +11,15 @@ public enum OneTimeCode {
     /// HMAC-SHA256 of the code bound to its session, so equal codes in two sessions hash differently
     /// and a leaked table cannot be reversed without the key.
     public static func hash(_ code: String, session: String, key: SymmetricKey) -> Data {
+        hash(code, session: session, hasher: KeyedHMAC(key: key))
+    }
+
+    /// The same hash under a key whose pads were hashed once (`HeraldKeys.codeHasher`).
+    public static func hash(_ code: String, session: String, hasher: KeyedHMAC) -> Data {
         var message = Data(session.utf8)
         message.append(0)
         message.append(contentsOf: code.utf8)
-        return Data(HMAC<SHA256>.authenticationCode(for: message, using: key))
+        return Data(hasher.authenticationCode(for: message))
     }
 
     /// True when `code` hashes to `storedHash`; the comparison takes the same time wherever they differ.

@@ -29,7 +29,7 @@ public struct Sealer: Sendable {
     }
 
     static func jobContext(_ jobID: UUID, _ destination: String) -> String {
-        "job:\(jobID.uuidString.lowercased()):to:\(destination)"
+        "job:\(jobID.lowercasedText):to:\(destination)"
     }
 
     /// `nonce ‖ ciphertext ‖ tag`, base64, bound to `context` (authenticated, not encrypted).

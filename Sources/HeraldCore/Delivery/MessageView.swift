@@ -21,7 +21,7 @@ public struct MessageView: Encodable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var object = encoder.container(keyedBy: Key.self)
-        try object.encode(record.id.uuidString.lowercased(), forKey: .id)
+        try object.encode(record.id.lowercasedText, forKey: .id)
         try object.encode(record.project, forKey: .project)
         try object.encode(record.type.rawValue, forKey: .type)
         try object.encode(record.maskedDestination, forKey: .to)

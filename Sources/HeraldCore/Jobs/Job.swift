@@ -77,7 +77,7 @@ public struct Job: Sendable, Equatable {
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.locale = locale
-        self.idempotencyKey = idempotencyKey ?? id.uuidString.lowercased()
+        self.idempotencyKey = idempotencyKey ?? id.lowercasedText
         self.payload = payload
     }
 }

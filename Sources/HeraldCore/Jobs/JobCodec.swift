@@ -85,7 +85,7 @@ public enum JobCodec {
     /// The body, keys sorted (the same bytes for the same job).
     public static func encode(_ job: Job) -> Data {
         var fields: [(key: String, value: JSONWriter.Value?)] = [
-            ("id", .string(job.id.uuidString.lowercased())), ("project", .string(job.project)), ("type", .string(job.type.rawValue)),
+            ("id", .string(job.id.lowercasedText)), ("project", .string(job.project)), ("type", .string(job.type.rawValue)),
             ("createdAt", .string(Timestamp.format(job.createdAt))), ("expiresAt", .string(Timestamp.format(job.expiresAt))),
             ("locale", job.locale.map { .string($0) }), ("idempotencyKey", .string(job.idempotencyKey)),
         ]
@@ -193,6 +193,6 @@ public enum JobCodec {
         }
         return Job(
             id: id, project: project, createdAt: createdAt, expiresAt: expiresAt, locale: wire.locale,
-            idempotencyKey: wire.idempotencyKey ?? id.uuidString.lowercased(), payload: payload)
+            idempotencyKey: wire.idempotencyKey ?? id.lowercasedText, payload: payload)
     }
 }

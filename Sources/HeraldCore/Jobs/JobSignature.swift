@@ -14,7 +14,12 @@ public enum JobSignature {
 
     /// `sha256=<64 hex digits>`.
     public static func sign(_ body: Data, key: SymmetricKey) -> String {
-        "sha256=" + SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: body, using: key))
+        sign(body, signer: KeyedHMAC(key: key))
+    }
+
+    /// The same signature under a key whose pads were hashed once (`HeraldKeys.jobSigner`).
+    public static func sign(_ body: Data, signer: KeyedHMAC) -> String {
+        "sha256=" + SHA256Hex.hex(signer.authenticationCode(for: body))
     }
 
     /// True when `signature` is a valid `sha256=` HMAC of `body` under `key` (compared in constant time).

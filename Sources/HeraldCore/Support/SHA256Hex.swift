@@ -9,14 +9,20 @@ public enum SHA256Hex {
 
     /// Lowercase hex of any bytes (digests, MACs); a table lookup per nibble, since this runs for every
     /// stored token and every signed job (String(format:) per byte was a visible share of a send's CPU).
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var position = 0
+            for byte in bytes {
+                out[position] = HexDigits.lowercase[Int(byte >> 4)]
+                out[position + 1] = HexDigits.lowercase[Int(byte & 0x0F)]
+                position += 2
+            }
+            return position
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Digests and MACs are sequences, not collections: their 32 bytes are copied out first.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        hex(Array(bytes))
     }
 }
