@@ -18,8 +18,11 @@ struct FaultTests {
         ) { stack in
             try await stack.startAPI()
             stack.gateway.setFallback(.init(status: 200, delay: .seconds(3)))
-            let first = try await stack.startWorker()
+            // All twelve queued before the worker starts, so its four slots take jobs at once and are all
+            // still waiting when it is killed: sending them while it ran took longer than the gateway's
+            // 3 s on a loaded machine, and the first four were answered before the kill.
             for index in 0..<12 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 100 + index))") }
+            let first = try await stack.startWorker()
             // All four slots are waiting on the gateway: their requests arrived, their answers did not.
             try await stack.waitForGateway(4)
             await first.kill9()
