@@ -19,14 +19,8 @@ public struct AMQPJobPublisher: JobPublisher {
         try await connection.publish(Self.message(for: job, topology: topology, traceparent: traceparent, signer: signer))
     }
 
-    /// The AMQP message for a job (also used by tests and producers written in Swift).
+    /// The AMQP message for a job (also for producers written in Swift: `KeyedHMAC(key:)` of the job key).
     public static func message(
-        for job: Job, topology: Topology, traceparent: TraceParent, signingKey: SymmetricKey, attempt: Int = 0
-    ) -> AMQPOutgoingMessage {
-        message(for: job, topology: topology, traceparent: traceparent, signer: KeyedHMAC(key: signingKey), attempt: attempt)
-    }
-
-    static func message(
         for job: Job, topology: Topology, traceparent: TraceParent, signer: KeyedHMAC, attempt: Int = 0
     ) -> AMQPOutgoingMessage {
         let body = JobCodec.encode(job)

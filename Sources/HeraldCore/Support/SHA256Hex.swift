@@ -12,11 +12,7 @@ public enum SHA256Hex {
     public static func hex(_ bytes: some Collection<UInt8>) -> String {
         String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             var position = 0
-            for byte in bytes {
-                out[position] = HexDigits.lowercase[Int(byte >> 4)]
-                out[position + 1] = HexDigits.lowercase[Int(byte & 0x0F)]
-                position += 2
-            }
+            for byte in bytes { HexDigits.write(byte, into: out, at: &position) }
             return position
         }
     }

@@ -13,9 +13,7 @@ extension UUID {
                         out[position] = UInt8(ascii: "-")
                         position += 1
                     }
-                    out[position] = HexDigits.lowercase[Int(byte >> 4)]
-                    out[position + 1] = HexDigits.lowercase[Int(byte & 0x0F)]
-                    position += 2
+                    HexDigits.write(byte, into: out, at: &position)
                 }
                 return position
             }
@@ -23,7 +21,14 @@ extension UUID {
     }
 }
 
-/// Lowercase hexadecimal digits by value.
+/// Lowercase hexadecimal digits, written straight into a string's buffer (ids, digests, MACs).
 enum HexDigits {
     static let lowercase: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Writes `byte`'s two digits at `position` and moves it past them.
+    static func write(_ byte: UInt8, into out: UnsafeMutableBufferPointer<UInt8>, at position: inout Int) {
+        out[position] = lowercase[Int(byte >> 4)]
+        out[position + 1] = lowercase[Int(byte & 0x0F)]
+        position += 2
+    }
 }
