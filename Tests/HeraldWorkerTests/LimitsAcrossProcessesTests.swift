@@ -77,6 +77,10 @@ struct LimitsAcrossProcessesTests {
         }
     }
 
+    /// Spacing is the worker's decision, so it is read where the worker records it: the ledger's
+    /// `sending` event, written when a job is claimed right after passing the spacing check. Arrivals at
+    /// the gateway add each send's latency (the first one also opens a connection), and on a loaded
+    /// machine arrivals of correctly spaced sends came as close as 0.58 s.
     @Test("SMS to one number are spaced by sms.perNumberSpacing")
     func perNumberSpacing() async throws {
         try await StackHarness.run(configure: { $0.perNumberSpacing = "1s" }) { stack in
@@ -85,12 +89,24 @@ struct LimitsAcrossProcessesTests {
             for _ in 0..<3 { _ = try await stack.sendCode(to: "+15555550100") }
             _ = try await stack.sendCode(to: "+15555550101")
             try await stack.waitForGateway(4, timeout: .seconds(30))
-            let sameNumber = stack.gateway.received.filter { $0.to == "+15555550100" }.map(\.arrivedAt.timeIntervalSince1970).sorted()
+            #expect(stack.gateway.received.filter { $0.to == "+15555550100" }.count == 3)
+            let store = try await stack.store
+            func claims(_ number: String) async throws -> [Date] {
+                try await store.messages(MessageQuery(to: number)).messages.compactMap { record in
+                    record.events.first { $0.status == .sending }?.at
+                }.sorted()
+            }
+            let sameNumber = try await claims("+15555550100")
             #expect(sameNumber.count == 3)
-            for (earlier, later) in zip(sameNumber, sameNumber.dropFirst()) { #expect(later - earlier >= 0.95) }
+            // The spacing decisions are 1 s apart; each claim follows its decision by one store round
+            // trip, which may differ by some milliseconds from job to job (unspaced, they are
+            // milliseconds apart in all).
+            for (earlier, later) in zip(sameNumber, sameNumber.dropFirst()) {
+                #expect(later.timeIntervalSince(earlier) >= 0.9, "claims \(sameNumber)")
+            }
             // Another number is not held back by the first one's spacing.
-            let other = try #require(stack.gateway.received.first { $0.to == "+15555550101" })
-            #expect(other.arrivedAt.timeIntervalSince1970 < sameNumber[1])
+            let other = try #require(try await claims("+15555550101").first)
+            #expect(other < sameNumber[1])
         }
     }
 
