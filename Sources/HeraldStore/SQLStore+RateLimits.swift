@@ -27,9 +27,17 @@ extension SQLStore {
     /// (PostgreSQL would abort one as a deadlock). The answer is the one checking in the caller's order
     /// gives: the first refusing entry, with nothing spent; keys are independent, so only entries
     /// before it need deciding.
+    ///
+    /// Distinct keys (every send's limits) are decided by one statement, `decideAll`: one statement
+    /// instead of one per key was the larger part of the decisions' cost. Each entry there is decided
+    /// as the single statement would; when one refuses, the others are refunded, which leaves them as
+    /// they were (a refund takes back exactly the one interval the decision added).
     static func decide(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
         index: Int, decision: GCRA.Decision
     )? {
+        if entries.count > 1, entries.count <= maximumKeysPerStatement, Set(entries.map(\.key)).count == entries.count {
+            return try decideAll(db, entries, now: now)
+        }
         var refusal: (index: Int, decision: GCRA.Decision)?
         var spent: [Int] = []
         for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) where index < refusal?.index ?? entries.count {
@@ -76,6 +84,51 @@ extension SQLStore {
             ON CONFLICT (key) DO UPDATE SET tat_us = \(later) + ?3
             WHERE \(later) + ?3 - ?2 <= ?4
             RETURNING tat_us
+            """
+    }
+
+    /// Every entry in one upsert, rows in key order (the lock order above). Per row it is the single
+    /// statement: the interval is the inserted TAT less `now`, the tolerance looked up by key. The rows
+    /// it returns are the entries allowed; the first entry (in the caller's order) missing is the answer.
+    private static func decideAll(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
+        index: Int, decision: GCRA.Decision
+    )? {
+        var bindings: [SQLValue] = [.integer(now)]
+        bindings.reserveCapacity(1 + 3 * entries.count)
+        for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) {
+            let (key, parameters) = entries[index]
+            bindings += [.text(key), .integer(parameters.interval), .integer(parameters.tolerance)]
+        }
+        let allowed = Set(try db.query(decideAllStatement(db.dialect, keys: entries.count), bindings).compactMap { $0.first?.string })
+        guard let refused = entries.indices.first(where: { allowed.contains(entries[$0].key) == false }) else { return nil }
+        for (key, parameters) in entries where allowed.contains(key) { try refund(db, key: key, parameters: parameters, now: now) }
+        let (key, parameters) = entries[refused]
+        let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
+        return (refused, GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now))
+    }
+
+    /// Sends check six keys; a lease or a caller with more falls back to one statement per key.
+    static let maximumKeysPerStatement = 16
+
+    /// `decideAll`'s statement for `keys` rows, built once per dialect and count: `?1` is now, then
+    /// key, interval and tolerance for each row.
+    static func decideAllStatement(_ dialect: SQLDialect, keys: Int) -> String {
+        (dialect == .sqlite ? decideAllInSQLite : decideAllInPostgres)[keys]
+    }
+
+    private static let decideAllInSQLite = (0...maximumKeysPerStatement).map { buildDecideAll(.sqlite, keys: $0) }
+    private static let decideAllInPostgres = (0...maximumKeysPerStatement).map { buildDecideAll(.postgres, keys: $0) }
+
+    private static func buildDecideAll(_ dialect: SQLDialect, keys: Int) -> String {
+        guard keys > 0 else { return "" }
+        let rows = (0..<keys).map { "(?\(2 + 3 * $0), ?1 + ?\(3 + 3 * $0))" }.joined(separator: ", ")
+        let tolerances = (0..<keys).map { "WHEN ?\(2 + 3 * $0) THEN ?\(4 + 3 * $0)" }.joined(separator: " ")
+        let later = dialect.greatest("rate_limits.tat_us", "?1")
+        return """
+            INSERT INTO rate_limits (key, tat_us) VALUES \(rows)
+            ON CONFLICT (key) DO UPDATE SET tat_us = \(later) + (excluded.tat_us - ?1)
+            WHERE \(later) + (excluded.tat_us - ?1) - ?1 <= CASE excluded.key \(tolerances) END
+            RETURNING key
             """
     }
 
