@@ -89,14 +89,52 @@ struct AdmissionRulesTests {
         #expect(IPAddress("2001:db8:0:1::99")?.limitKey == v6.limitKey)
         #expect(IPAddress("2001:db8:0:2::1")?.limitKey != v6.limitKey)
         #expect(IPAddress("::1") != nil)
-        for bad in ["", "1.2.3", "1.2.3.256", "1.2.3.4.5", "2001:db8::1::2", "12345::", "hello", "1.2.3.-4"] {
+        for bad in [
+            "", "1.2.3", "1.2.3.256", "1.2.3.4.5", "2001:db8::1::2", "12345::", "hello", "1.2.3.-4", "1..2.3", ".1.2.3", "1.2.3.",
+            "1111.2.3.4", "+1.2.3.4", "1.2.3.0x1", "\u{0661}.2.3.4", "1.2.3.4 5",
+        ] {
             #expect(IPAddress(bad) == nil, "\(bad)")
         }
+        #expect(IPAddress(" 01.002.3.4 ")?.description == "1.2.3.4")
+        #expect(IPAddress("255.255.255.255")?.description == "255.255.255.255")
+        #expect(IPAddress("0.0.0.0")?.description == "0.0.0.0")
         let network = try #require(IPNetwork("10.0.0.0/8"))
         #expect(network.contains(IPAddress("10.200.1.2")!))
         #expect(network.contains(IPAddress("11.0.0.1")!) == false)
         #expect(IPNetwork("2001:db8::/32")!.contains(IPAddress("2001:db8:ffff::1")!))
         #expect(IPNetwork("10.0.0.0/33") == nil)
+    }
+
+    /// The byte-level IPv4 parser against the rule it implements, spelled the slow way: four parts split
+    /// on dots, each one to three ASCII digits with a value up to 255.
+    @Test("IPv4 parsing agrees with the rule on 20,000 random strings of dotted parts")
+    func ipv4AgainstTheRule() {
+        func byRule(_ text: Substring) -> [UInt8]? {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 4 else { return nil }
+            var out: [UInt8] = []
+            for part in parts {
+                guard (1...3).contains(part.count), part.allSatisfy({ $0.isASCII && $0.isNumber }), let value = UInt8(part) else { return nil }
+                out.append(value)
+            }
+            return out
+        }
+        var generator = Xorshift(state: 0x9E37_79B9_7F4A_7C15)
+        // Three to five parts of zero to four characters, mostly digits (and 2s and 5s, for the 255 edge).
+        let alphabet = Array("012345678925525x ")
+        var parsed = 0
+        for _ in 0..<20_000 {
+            let parts = (0..<Int.random(in: 3...5, using: &generator)).map { _ in
+                String((0..<Int.random(in: 0...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            }
+            let text = Substring(parts.joined(separator: "."))
+            // The address's surrounding spaces are trimmed first (a header's value may carry them).
+            let expected = byRule(Substring(text.trimmingCharacters(in: .whitespaces)))
+            #expect(IPAddress(String(text)).map { Array($0.bytes.suffix(4)) } == expected, "\(text)")
+            if expected != nil { parsed += 1 }
+        }
+        // The walk is only worth something if it hit valid addresses too.
+        #expect(parsed > 100)
     }
 
     @Test("X-Forwarded-For counts only behind a trusted proxy, right-most untrusted hop wins")
@@ -170,5 +208,17 @@ struct AdmissionRulesTests {
         let parts = try #require(LimitCheck.parse(checks[0].key))
         #expect(parts.kind == "ip" && parts.project == "demo" && parts.subject == "2001:db8:0:1:0:0:0:0/64" && parts.policy == "50/1m")
         #expect(LimitCheck.forCheck(project: "demo", phoneNumber: "+1", limits: limits).map(\.key) == ["checks:demo:+1|20/1h"])
+    }
+}
+
+/// A fixed sequence of random numbers (xorshift64), so a randomized test covers the same cases each run.
+private struct Xorshift: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        return state
     }
 }

@@ -17,14 +17,34 @@ struct WireBody {
 
     /// Parses `buffer` as JSON, or as `application/x-www-form-urlencoded` when the content type says so
     /// and the body is not a JSON object (curl's `-d` labels JSON as a form).
+    ///
+    /// A body of strings, objects of strings and nulls (a send's, a sign-in's) is read by
+    /// `JSONObjectReader` straight from the bytes; anything else, or anything it refuses, goes to
+    /// `JSONSerialization`, which decides what is invalid. The reader accepts only what
+    /// `JSONSerialization` reads the same way, minus duplicate names, which it leaves to it.
     static func parse(_ buffer: ByteBuffer, contentType: String?) throws(HeraldError) -> WireBody {
-        let bytes = Data(buffer.readableBytesView)
+        let bytes = Array(buffer.readableBytesView)
         let looksLikeJSON = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{")
         if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true, looksLikeJSON == false {
             return WireBody(fields: FormEncoding.decode(String(decoding: bytes, as: UTF8.self)))
         }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return WireBody(fields: [:]) }
-        guard let object = try? JSONSerialization.jsonObject(with: bytes), let fields = object as? [String: Any] else {
+        if looksLikeJSON, let members = JSONObjectReader.read(bytes) {
+            return WireBody(
+                fields: members.mapValues { value -> Any in
+                    switch value {
+                    case .string(let text): text
+                    case .strings(let texts): texts.mapValues { $0 as Any }
+                    case .null: NSNull()
+                    }
+                })
+        }
+        return try parseWithFoundation(bytes)
+    }
+
+    /// Any JSON object, by `JSONSerialization`; anything else is `INVALID_JSON`.
+    static func parseWithFoundation(_ bytes: [UInt8]) throws(HeraldError) -> WireBody {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)), let fields = object as? [String: Any] else {
             throw HeraldError(.invalidJSON)
         }
         return WireBody(fields: fields)

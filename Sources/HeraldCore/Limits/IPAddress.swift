@@ -36,16 +36,28 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         self.bytes = bytes
     }
 
+    /// Four dot-separated decimal parts of one to three ASCII digits, each at most 255. By bytes: every
+    /// request parses its peer's address, and splitting into Substrings and asking Character about
+    /// digits was a visible share of a send.
     static func parseIPv4(_ text: Substring) -> [UInt8]? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
         var out: [UInt8] = []
-        for part in parts {
-            guard part.isEmpty == false, part.count <= 3, part.allSatisfy({ $0.isASCII && $0.isNumber }), let value = UInt8(part) else {
-                return nil
+        out.reserveCapacity(4)
+        var value = 0
+        var digits = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0, out.count < 3 else { return nil }
+                out.append(UInt8(value))
+                (value, digits) = (0, 0)
+            } else {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 3 else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                guard value <= 255 else { return nil }
             }
-            out.append(value)
         }
+        guard digits > 0, out.count == 3 else { return nil }
+        out.append(UInt8(value))
         return out
     }
 

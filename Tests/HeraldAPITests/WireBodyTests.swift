@@ -1,0 +1,62 @@
+import HeraldCore
+import NIOCore
+import Testing
+
+@testable import HeraldAPI
+
+/// Request bodies read by the byte-level reader must read exactly as `JSONSerialization` reads them:
+/// every accessor a handler uses, on bodies the reader takes and bodies it hands on.
+@Suite("Wire bodies: the fast reader and JSONSerialization agree")
+struct WireBodyTests {
+    static let bodies = [
+        #"{"phoneNumber":"+15555550100","recaptchaToken":"t0k3n"}"#,
+        #" { "phone_number" : "+1 555 555 0100" , "tenantId" : null } "#,
+        #"{"phoneNumber":"","iosReceipt":"YWJj","autoRetrievalInfo":{"appSignatureHash":"h4sh"}}"#,
+        #"{"text":"caf\u00e9 \ud83d\ude00 \"quoted\" \\ \/ \n","empty":{}}"#,
+        #"{"sessionInfo":"abc","code":123456,"returnSecureToken":true}"#,
+        #"{"idToken":"x","deleteAttribute":["DISPLAY_NAME","PHOTO_URL"],"flag":"true"}"#,
+        #"{"a":"1","a":"2"}"#,
+        #"{"customAttributes":{"role":"admin"},"number":1.5}"#,
+    ]
+    static let names = [
+        "phoneNumber", "recaptchaToken", "tenantId", "iosReceipt", "autoRetrievalInfo", "text", "empty", "sessionInfo", "code",
+        "returnSecureToken", "idToken", "deleteAttribute", "flag", "a", "customAttributes", "number", "absent",
+    ]
+
+    /// Everything a handler can ask of a body, as text, nested objects included.
+    static func reading(_ body: WireBody) -> [String] {
+        names.flatMap { name -> [String] in
+            var seen = [
+                "\(name) string=\(body.string(name) ?? "-") bool=\(body.bool(name).map(String.init) ?? "-")",
+                "\(name) strings=\(body.strings(name)) contains=\(body.contains(name))",
+            ]
+            if let nested = body.object(name) {
+                seen.append("\(name) object: " + names.map { "\($0)=\(nested.string($0) ?? "-")" }.joined(separator: ","))
+            }
+            return seen
+        }
+    }
+
+    @Test("each body reads the same both ways; the bodies of strings, objects of strings and nulls take the fast path")
+    func agree() throws {
+        var fast = 0
+        for text in Self.bodies {
+            let bytes = Array(text.utf8)
+            let read = try WireBody.parse(ByteBuffer(bytes: bytes), contentType: "application/json")
+            let reference = try WireBody.parseWithFoundation(bytes)
+            #expect(Self.reading(read) == Self.reading(reference), "\(text)")
+            if JSONObjectReader.read(bytes) != nil { fast += 1 }
+        }
+        #expect(fast == 4)
+    }
+
+    @Test("what neither reads is INVALID_JSON")
+    func invalid() {
+        for text in [#"{"a":"1""#, #"["a"]"#, "nonsense"] {
+            #expect(throws: HeraldError.self) { try WireBody.parse(ByteBuffer(string: text), contentType: "application/json") }
+        }
+        // {"a":"<0xFF>"}: not UTF-8.
+        let badUTF8: [UInt8] = [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]
+        #expect(throws: HeraldError.self) { try WireBody.parse(ByteBuffer(bytes: badUTF8), contentType: nil) }
+    }
+}
