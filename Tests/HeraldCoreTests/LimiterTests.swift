@@ -210,15 +210,3 @@ struct AdmissionRulesTests {
         #expect(LimitCheck.forCheck(project: "demo", phoneNumber: "+1", limits: limits).map(\.key) == ["checks:demo:+1|20/1h"])
     }
 }
-
-/// A fixed sequence of random numbers (xorshift64), so a randomized test covers the same cases each run.
-private struct Xorshift: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state ^= state << 13
-        state ^= state >> 7
-        state ^= state << 17
-        return state
-    }
-}

@@ -39,6 +39,35 @@ struct PhoneNumberTests {
         #expect(throws: PhoneNumber.ParseError.invalidFormat) { try PhoneNumber(parsing: input) }
     }
 
+    /// Valid numbers with separators and spaces strewn between their characters still parse to
+    /// themselves; with one character that is not allowed (a letter, a non-ASCII digit, a combining
+    /// mark that makes an allowed character into another one, a second `+`, a visible character
+    /// before the `+`) they do not.
+    @Test("separators anywhere are ignored; any other character anywhere is INVALID_PHONE_NUMBER")
+    func decorated() throws {
+        var generator = Xorshift(state: 0x2545_F491_4F6C_DD1D)
+        let separators: [String] = [" ", "-", ".", "(", ")", "\u{00A0}", ""]
+        let refused: [String] = ["a", "x", "\u{0661}", "\u{FF11}", "\u{0301}", "+", "/", "\t", "#"]
+        let numbers = ["+16505553434", "+447911123456", "+4915123456789", "+8613812345678", "+35850123456"]
+        for _ in 0..<2_000 {
+            let number = numbers.randomElement(using: &generator)!
+            var characters = number.map(String.init)
+            for _ in 0..<Int.random(in: 0...4, using: &generator) {
+                // After the `+`, or before it when only spaces.
+                let at = Int.random(in: 1...characters.count, using: &generator)
+                characters.insert(separators.randomElement(using: &generator)!, at: at)
+            }
+            if Bool.random(using: &generator) { characters.insert(" ", at: 0) }
+            let decorated = characters.joined()
+            #expect(try PhoneNumber(parsing: decorated).e164 == number, "\(decorated.unicodeScalars.map(\.value))")
+            let bad = refused.randomElement(using: &generator)!
+            var broken = characters
+            broken.insert(bad, at: Int.random(in: (bad == " " ? 1 : 0)...characters.count, using: &generator))
+            let text = broken.joined()
+            #expect(throws: PhoneNumber.ParseError.self, "\(text.unicodeScalars.map(\.value))") { try PhoneNumber(parsing: text) }
+        }
+    }
+
     @Test("too few digits for the country are TOO_SHORT", arguments: ["+1650555343", "+4479111", "+12", "+3361234567"])
     func tooShort(input: String) {
         #expect(throws: PhoneNumber.ParseError.tooShort) { try PhoneNumber(parsing: input) }

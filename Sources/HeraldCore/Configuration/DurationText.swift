@@ -32,16 +32,20 @@ public enum DurationText {
 /// (`5/1h`, `1000/1m burst 200`). GCRA spacing is `period / limit`; the burst defaults to the limit.
 public struct RatePolicy: Sendable, Hashable, CustomStringConvertible {
     /// Events allowed per period.
-    public var limit: Int
+    public let limit: Int
     /// The window the limit is written against.
-    public var period: Duration
+    public let period: Duration
     /// How many events may arrive back to back; nil means `limit`.
-    public var burst: Int?
+    public let burst: Int?
+    /// The policy as configuration writes it, made once: every limit key of every send ends with it.
+    public let description: String
 
     public init(limit: Int, period: Duration, burst: Int? = nil) {
         self.limit = limit
         self.period = period
         self.burst = burst
+        let base = "\(limit)/\(DurationText.format(period))"
+        self.description = burst.map { "\(base) burst \($0)" } ?? base
     }
 
     /// Parses `N/period[ burst B]`; nil when malformed, zero, or the period is zero.
@@ -60,8 +64,4 @@ public struct RatePolicy: Sendable, Hashable, CustomStringConvertible {
         return RatePolicy(limit: limit, period: period, burst: burst)
     }
 
-    public var description: String {
-        let base = "\(limit)/\(DurationText.format(period))"
-        return burst.map { "\(base) burst \($0)" } ?? base
-    }
 }

@@ -29,20 +29,25 @@ public struct PhoneNumber: Sendable, Hashable, CustomStringConvertible {
     /// Parses and validates `text`.
     public init(parsing text: String?) throws(ParseError) {
         guard let text else { throw .invalidFormat }
-        var digits = ""
+        // By Unicode scalars, not Characters (every send parses a number, and Character's grapheme
+        // breaking showed in its profile): each accepted character is one scalar, and a character of
+        // several scalars contains one that is refused below, as the Character was.
+        var ascii: [UInt8] = []
+        ascii.reserveCapacity(16)
         var sawPlus = false
-        for character in text {
-            switch character {
-            case "+" where sawPlus == false && digits.isEmpty: sawPlus = true
+        var firstVisible: Unicode.Scalar?
+        for scalar in text.unicodeScalars {
+            if firstVisible == nil && scalar != " " && scalar != "\u{00A0}" { firstVisible = scalar }
+            switch scalar {
+            case "+" where sawPlus == false && ascii.isEmpty: sawPlus = true
             case " ", "-", ".", "(", ")", "\u{00A0}": continue
-            case _ where character.isASCII && character.isNumber: digits.append(character)
+            case "0"..."9": ascii.append(UInt8(scalar.value))
             default: throw .invalidFormat
             }
         }
         // The `+` comes first, spaces aside (the loop above let only spaces and separators through).
-        guard sawPlus, text.first(where: { $0 != " " && $0 != "\u{00A0}" }) == "+", digits.isEmpty == false else {
-            throw .invalidFormat
-        }
+        guard sawPlus, firstVisible == "+", ascii.isEmpty == false else { throw .invalidFormat }
+        let digits = String(decoding: ascii, as: UTF8.self)
         guard digits.first != "0" else { throw .invalidFormat }
         guard digits.count <= 15 else { throw .tooLong }
         guard let entry = (1...3).lazy.compactMap({ CallingCodes.table[String(digits.prefix($0))] }).first,
