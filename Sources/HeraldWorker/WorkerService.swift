@@ -73,8 +73,8 @@ public final class WorkerService: Service {
     let publisher: AMQPConnection
     let topology: Topology
     let settings: Settings
-    /// Verifies `x-herald-signature` (`HeraldKeys.jobSigning`).
-    let jobKey: SymmetricKey
+    /// Verifies `x-herald-signature` and signs continuations (`HeraldKeys.jobSigner`).
+    let jobSigner: KeyedHMAC
     let clock: any WallClock
     let logger: Logger
     let stopping = Mutex(false)
@@ -90,7 +90,7 @@ public final class WorkerService: Service {
         settings: Settings, keys: HeraldKeys, foreignJobs: ForeignJobPolicy? = nil, clock: any WallClock = SystemClock(), logger: Logger
     ) {
         self.foreignJobs = foreignJobs
-        self.jobKey = keys.jobSigning
+        self.jobSigner = keys.jobSigner
         self.handler = handler
         self.ledger = ledger
         self.consumer = consumer
@@ -227,7 +227,7 @@ public final class WorkerService: Service {
         let signature: String? = if case .string(let text) = delivery.headers[JobSignature.header] { text } else { nil }
         let origin: ForeignJobPolicy.Origin
         switch (foreignJobs ?? ForeignJobPolicy.none).authenticate(
-            body: delivery.body, producer: producer(of: delivery), signature: signature, ownKey: jobKey)
+            body: delivery.body, producer: producer(of: delivery), signature: signature, own: jobSigner)
         {
         case .success(let verified): origin = verified
         case .failure(let refusal):
@@ -438,7 +438,7 @@ public final class WorkerService: Service {
         else { return delivery }
         var copy = delivery
         copy.body = JobCodec.encode(continuation)
-        copy.headers[JobSignature.header] = .string(JobSignature.sign(copy.body, key: jobKey))
+        copy.headers[JobSignature.header] = .string(JobSignature.sign(copy.body, signer: jobSigner))
         return copy
     }
 

@@ -44,6 +44,19 @@ struct CodeAndSealingTests {
         #expect(JobSignature.verify(body + Data(" ".utf8), signature: signature, key: key) == false)
         #expect(JobSignature.verify(body, signature: "sha256=zz", key: key) == false)
         #expect(JobSignature.verify(body, signature: nil, key: key) == false)
+        // Under the keyed state (as workers verify): the same answers, and a MAC one bit off, one digit
+        // short or long, or with a non-hex digit is refused.
+        #expect(JobSignature.verify(body, signature: signature, signer: signer))
+        #expect(JobSignature.verify(body, signature: signature.uppercased().replacingOccurrences(of: "SHA256=", with: "sha256="), signer: signer))
+        let digits = Array(signature.dropFirst("sha256=".count))
+        var flipped = digits
+        flipped[63] = flipped[63] == "3" ? "2" : "3"
+        for bad in [String(flipped), String(digits.dropLast()), String(digits) + "0", String(digits.dropLast()) + "g", ""] {
+            #expect(JobSignature.verify(body, signature: "sha256=" + bad, signer: signer) == false, "\(bad)")
+        }
+        #expect(JobSignature.verify(body, signature: signature, signer: KeyedHMAC(key: SymmetricKey(data: Data("Jeff".utf8)))) == false)
+        #expect(signer.isValid(Array(HMAC<SHA256>.authenticationCode(for: body, using: key)), for: body))
+        #expect(signer.isValid([UInt8](repeating: 0, count: 32), for: body) == false)
     }
 
     @Test("loopback hosts: localhost, 127/8, ::1 with or without brackets; nothing else")

@@ -69,11 +69,12 @@ struct ForeignJobPolicyTests {
         let body = Data(#"{"id":"x"}"#.utf8)
         let producerSignature = JobSignature.sign(body, key: SymmetricKey(data: Self.key))
         let ownSignature = JobSignature.sign(body, key: own)
-        #expect(try policy.authenticate(body: body, producer: nil, signature: ownSignature, ownKey: own).get() == .heraldAPI)
-        #expect(try policy.authenticate(body: body, producer: "herald-api", signature: ownSignature, ownKey: own).get() == .heraldAPI)
-        #expect(try policy.authenticate(body: body, producer: "crm", signature: producerSignature, ownKey: own).get() == .producer("crm"))
+        #expect(try policy.authenticate(body: body, producer: nil, signature: ownSignature, own: KeyedHMAC(key: own)).get() == .heraldAPI)
+        #expect(try policy.authenticate(body: body, producer: "herald-api", signature: ownSignature, own: KeyedHMAC(key: own)).get() == .heraldAPI)
+        #expect(
+            try policy.authenticate(body: body, producer: "crm", signature: producerSignature, own: KeyedHMAC(key: own)).get() == .producer("crm"))
         func reason(_ producer: String?, _ signature: String?) -> String? {
-            if case .failure(let refusal) = policy.authenticate(body: body, producer: producer, signature: signature, ownKey: own) {
+            if case .failure(let refusal) = policy.authenticate(body: body, producer: producer, signature: signature, own: KeyedHMAC(key: own)) {
                 return refusal.reason
             }
             return nil

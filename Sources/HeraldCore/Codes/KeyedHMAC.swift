@@ -19,4 +19,10 @@ public struct KeyedHMAC: Sendable {
         mac.update(data: data)
         return mac.finalize()
     }
+
+    /// True when `mac` is the MAC of `data`, compared in constant time (swift-crypto's `==` between a
+    /// MAC and bytes).
+    public func isValid(_ mac: some DataProtocol, for data: some DataProtocol) -> Bool {
+        authenticationCode(for: data) == mac
+    }
 }

@@ -11,13 +11,16 @@ import Foundation
 /// the session they belong to. Pure: the worker asks the store about prefix blocks afterwards.
 public struct ForeignJobPolicy: Sendable {
     let producers: [String: HeraldConfiguration.Integrations.Producer]
+    /// Each producer's key, its pads hashed once.
+    let signers: [String: KeyedHMAC]
     let projects: [String: HeraldConfiguration.Project]
     let prefixDigits: Int
 
     public init(configuration: HeraldConfiguration) {
-        producers = Dictionary(uniqueKeysWithValues: configuration.integrations.producers.map { ($0.id, $0) })
-        projects = Dictionary(uniqueKeysWithValues: configuration.projects.map { ($0.id, $0) })
-        prefixDigits = configuration.limits.prefixDigits
+        self.init(
+            producers: Dictionary(uniqueKeysWithValues: configuration.integrations.producers.map { ($0.id, $0) }),
+            projects: Dictionary(uniqueKeysWithValues: configuration.projects.map { ($0.id, $0) }),
+            prefixDigits: configuration.limits.prefixDigits)
     }
 
     /// The AMQP header naming the producer.
@@ -41,11 +44,11 @@ public struct ForeignJobPolicy: Sendable {
         public var reason: String
     }
 
-    /// Checks the signature under the key the producer header names (`ownKey`: herald-api's).
-    public func authenticate(body: Data, producer: String?, signature: String?, ownKey: SymmetricKey) -> Result<Origin, Refusal> {
+    /// Checks the signature under the key the producer header names (`own`: herald-api's).
+    public func authenticate(body: Data, producer: String?, signature: String?, own: KeyedHMAC) -> Result<Origin, Refusal> {
         let named = producer ?? HeraldConfiguration.Integrations.heraldAPI
         if named == HeraldConfiguration.Integrations.heraldAPI {
-            guard JobSignature.verify(body, signature: signature, key: ownKey) else {
+            guard JobSignature.verify(body, signature: signature, signer: own) else {
                 return .failure(
                     Refusal(
                         reason:
@@ -54,10 +57,10 @@ public struct ForeignJobPolicy: Sendable {
             }
             return .success(.heraldAPI)
         }
-        guard let configured = producers[named] else {
+        guard let signer = signers[named] else {
             return .failure(Refusal(reason: "unauthenticated: unknown producer '\(named.prefix(64))' (integrations.producers)"))
         }
-        guard JobSignature.verify(body, signature: signature, secret: configured.key) else {
+        guard JobSignature.verify(body, signature: signature, signer: signer) else {
             return .failure(
                 Refusal(reason: "unauthenticated: \(signature == nil ? "no" : "an invalid") \(JobSignature.header) for producer '\(named)'"))
         }
@@ -107,6 +110,7 @@ extension ForeignJobPolicy {
 
     init(producers: [String: HeraldConfiguration.Integrations.Producer], projects: [String: HeraldConfiguration.Project], prefixDigits: Int) {
         self.producers = producers
+        self.signers = producers.mapValues { KeyedHMAC(key: SymmetricKey(data: $0.key)) }
         self.projects = projects
         self.prefixDigits = prefixDigits
     }

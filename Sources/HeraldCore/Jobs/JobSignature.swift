@@ -24,10 +24,17 @@ public enum JobSignature {
 
     /// True when `signature` is a valid `sha256=` HMAC of `body` under `key` (compared in constant time).
     public static func verify(_ body: Data, signature: String?, key: SymmetricKey) -> Bool {
-        guard let signature, signature.hasPrefix("sha256="), let mac = Self.bytes(hex: signature.dropFirst("sha256=".count)), mac.count == 32 else {
+        verify(body, signature: signature, signer: KeyedHMAC(key: key))
+    }
+
+    /// The same check under a key whose pads were hashed once: a worker verifies every job it takes.
+    public static func verify(_ body: Data, signature: String?, signer: KeyedHMAC) -> Bool {
+        guard let signature, signature.hasPrefix("sha256="), let mac = Self.bytes(hex: signature.utf8.dropFirst("sha256=".utf8.count)),
+            mac.count == 32
+        else {
             return false
         }
-        return HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: body, using: key)
+        return signer.isValid(mac, for: body)
     }
 
     /// The same check under a raw secret (`sms.http.callbackSecret` for delivery receipts).
@@ -35,16 +42,28 @@ public enum JobSignature {
         verify(body, signature: signature, key: SymmetricKey(data: secret))
     }
 
-    static func bytes(hex: Substring) -> [UInt8]? {
+    /// Hex digits (either case) as bytes; nil for an odd count or anything else.
+    static func bytes(hex: Substring.UTF8View) -> [UInt8]? {
         guard hex.count % 2 == 0 else { return nil }
+        func nibble(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(hex.count / 2)
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
+        var high: UInt8?
+        for digit in hex {
+            guard let value = nibble(digit) else { return nil }
+            if let first = high {
+                bytes.append(first << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
         }
         return bytes
     }
