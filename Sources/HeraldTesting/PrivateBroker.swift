@@ -81,11 +81,7 @@ public struct PrivateBroker: Sendable {
                 " AMQP_TLS_PORT=\(tlsPort) AMQP_TLS_CERT='\(tls.certificateFile)' AMQP_TLS_KEY='\(tls.keyFile)' AMQP_TLS_CA='\(tls.caFile)' AMQP_TLS_REQUIRE_CLIENT_CERT=\(tls.requireClientCertificate)"
         }
         let line = "\(environment) '\(Self.script)' \(command) >> '\(log)' 2>&1"
-        // system() waits for its own child; Foundation's Process lost track of this script's exit
-        // (it leaves a daemonized broker behind) on Linux.
-        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            Thread { continuation.resume(returning: system(line)) }.start()
-        }
+        let status = await shellStatus(line)
         guard status == 0 else {
             let output = (FileManager.default.contents(atPath: log)).map { String(decoding: $0, as: UTF8.self) } ?? ""
             throw TestFailure("scripts/broker.sh \(command) failed (port \(port), status \(status)):\n\(output.suffix(2000))")
