@@ -139,6 +139,28 @@ struct SendAdmissionStoreTests {
         }
     }
 
+    /// A policy listed twice gives two entries with one key. SQLite then decides them one at a time (its
+    /// single upsert for a send's keys cannot change one row twice), PostgreSQL's routine always does,
+    /// and both must agree with the memory model, which spends the key once per entry.
+    @Test("a limit listed twice spends its key twice per send, as the memory model does", arguments: [StoreKind.sqlite, .postgres])
+    func duplicatedLimit(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let model = MemoryStore()
+            let twice = LimitCheck(kind: .number, scope: "p", subject: Self.phone.e164, policy: RatePolicy.parse("4/1m")!)
+            var now = Date(timeIntervalSince1970: 1_800_000_000)
+            var verdicts: [String] = []
+            for step in 0..<5 {
+                let send = Self.send(at: now, limits: [Self.ip, twice, twice])
+                let expected = try await model.admitSend(send)
+                #expect(try await store.admitSend(send) == expected, "step \(step)")
+                verdicts.append("\(expected)".prefix { $0 != "(" }.description)
+                now = now.addingTimeInterval(1)
+            }
+            // Four a minute, two per send: the third send is the first refused.
+            #expect(verdicts == ["admitted", "admitted", "refused", "refused", "refused"])
+        }
+    }
+
     @Test("calls committed together: one that fails undoes only its own writes, the others stand", arguments: StoreKind.allCases)
     func failingCallInABatch(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
