@@ -63,5 +63,4 @@ public struct RatePolicy: Sendable, Hashable, CustomStringConvertible {
         }
         return RatePolicy(limit: limit, period: period, burst: burst)
     }
-
 }
