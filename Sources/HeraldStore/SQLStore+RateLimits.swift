@@ -69,6 +69,11 @@ extension SQLStore {
             db.dialect == .sqlite ? decideInSQLite : decideInPostgres,
             [.text(key), .integer(now), .integer(parameters.interval), .integer(parameters.tolerance)])
         if let tat = allowed.first?[0].int { return GCRA.Decision(allowed: true, tat: tat, retryAfter: 0) }
+        return try refusal(db, key: key, parameters: parameters, now: now)
+    }
+
+    /// A refused key's decision: nothing was written, and its TAT is read only for Retry-After.
+    private static func refusal(_ db: any SQLConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws -> GCRA.Decision {
         let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
         return GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now)
     }
@@ -102,9 +107,7 @@ extension SQLStore {
         let allowed = Set(try db.query(decideAllStatement(db.dialect, keys: entries.count), bindings).compactMap { $0.first?.string })
         guard let refused = entries.indices.first(where: { allowed.contains(entries[$0].key) == false }) else { return nil }
         for (key, parameters) in entries where allowed.contains(key) { try refund(db, key: key, parameters: parameters, now: now) }
-        let (key, parameters) = entries[refused]
-        let tat = try db.query("SELECT tat_us FROM rate_limits WHERE key = ?", [.text(key)]).first?[0].int ?? now
-        return (refused, GCRA.Decision(allowed: false, tat: tat, retryAfter: max(tat, now) + parameters.interval - parameters.tolerance - now))
+        return (refused, try refusal(db, key: entries[refused].key, parameters: entries[refused].parameters, now: now))
     }
 
     /// Sends check six keys; a lease or a caller with more falls back to one statement per key.

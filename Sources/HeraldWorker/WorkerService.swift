@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HeraldAMQP
 import HeraldCore

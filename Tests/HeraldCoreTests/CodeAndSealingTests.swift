@@ -113,7 +113,7 @@ struct CodeAndSealingTests {
 
     @Test("hashes verify only the same code in the same session under the same key")
     func hashing() {
-        let hash = OneTimeCode.hash("012345", session: "s1", key: keys.codeHashing)
+        let hash = OneTimeCode.hash("012345", session: "s1", hasher: keys.codeHasher)
         #expect(OneTimeCode.matches("012345", session: "s1", storedHash: hash, key: keys.codeHashing))
         #expect(OneTimeCode.matches("012346", session: "s1", storedHash: hash, key: keys.codeHashing) == false)
         #expect(OneTimeCode.matches("012345", session: "s2", storedHash: hash, key: keys.codeHashing) == false)

@@ -9,25 +9,23 @@ public enum OneTimeCode {
     }
 
     /// HMAC-SHA256 of the code bound to its session, so equal codes in two sessions hash differently
-    /// and a leaked table cannot be reversed without the key.
-    public static func hash(_ code: String, session: String, key: SymmetricKey) -> Data {
-        hash(code, session: session, hasher: KeyedHMAC(key: key))
-    }
-
-    /// The same hash under a key whose pads were hashed once (`HeraldKeys.codeHasher`).
+    /// and a leaked table cannot be reversed without the key (`HeraldKeys.codeHasher`, its pads hashed
+    /// once).
     public static func hash(_ code: String, session: String, hasher: KeyedHMAC) -> Data {
-        var message = Data(session.utf8)
-        message.append(0)
-        message.append(contentsOf: code.utf8)
-        return Data(hasher.authenticationCode(for: message))
+        Data(hasher.authenticationCode(for: message(code, session: session)))
     }
 
     /// True when `code` hashes to `storedHash`; the comparison takes the same time wherever they differ.
     public static func matches(_ code: String, session: String, storedHash: Data, key: SymmetricKey) -> Bool {
+        HMAC<SHA256>.isValidAuthenticationCode(storedHash, authenticating: message(code, session: session), using: key)
+    }
+
+    /// What is hashed: the session, a zero byte, the code.
+    private static func message(_ code: String, session: String) -> Data {
         var message = Data(session.utf8)
         message.append(0)
         message.append(contentsOf: code.utf8)
-        return HMAC<SHA256>.isValidAuthenticationCode(storedHash, authenticating: message, using: key)
+        return message
     }
 
     /// True when `text` is exactly `length` ASCII digits (test-number codes, submitted codes).

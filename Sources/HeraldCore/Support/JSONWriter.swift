@@ -75,10 +75,9 @@ public struct JSONWriter {
             case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0..<0x20:
-                let digits = Array("0123456789abcdef".utf8)
                 bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                bytes.append(digits[Int(byte >> 4)])
-                bytes.append(digits[Int(byte & 0x0F)])
+                bytes.append(HexDigits.lowercase[Int(byte >> 4)])
+                bytes.append(HexDigits.lowercase[Int(byte & 0x0F)])
             default: bytes.append(byte)
             }
         }
