@@ -29,13 +29,21 @@ public final class CurlClient: Sendable {
     let logger: Logger
 
     /// `maxConnectionsPerHost` caps parallel connections to one host (HTTP/2 multiplexes onto them).
-    public init(logger: Logger, maxConnectionsPerHost: Int = 0) {
+    /// `pooledConnections` is how many idle connections the pool keeps for reuse: give it the transfers
+    /// the caller runs at once (a worker's concurrency). Left at 0, libcurl keeps four per transfer in
+    /// flight at the moment one ends, so whenever the transfers in flight dip (an SMS worker's jobs all
+    /// waiting on one group commit) it closes connections the next wave opens again: 1 in 10 of a
+    /// draining worker's sends made a new connection.
+    public init(logger: Logger, maxConnectionsPerHost: Int = 0, pooledConnections: Int = 0) {
         CurlGlobal.initialize()
         self.logger = logger
         self.multi = MultiHandle()
         herald_curl_multi_setopt_long(multi.handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         if maxConnectionsPerHost > 0 {
             herald_curl_multi_setopt_long(multi.handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
+        }
+        if pooledConnections > 0 {
+            herald_curl_multi_setopt_long(multi.handle, CURLMOPT_MAXCONNECTS, pooledConnections)
         }
     }
 

@@ -49,6 +49,8 @@ public struct CurlHTTPResponse: Sendable {
     public var httpVersion: Int
     /// `Retry-After` as libcurl parsed it (delta seconds or HTTP date).
     public var retryAfter: Duration?
+    /// The transfer ran on a pooled connection rather than opening one (`CURLINFO_NUM_CONNECTS` 0).
+    public var connectionReused = false
 
     /// The first header named `name` (case-insensitive).
     public func header(_ name: String) -> String? {

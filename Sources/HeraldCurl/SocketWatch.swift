@@ -22,6 +22,10 @@ final class SocketWatch: @unchecked Sendable {
     let wakeup: Int32
     /// When libcurl wants `CURL_SOCKET_TIMEOUT` (nil: it has no timer set).
     private var deadline: ContinuousClock.Instant?
+    /// Sockets this watch added to the epoll set and has not removed: libcurl asks to stop watching a
+    /// pooled connection when its transfer ends and to watch it again for the next, so guessing wrong
+    /// (modifying a socket the set no longer holds) cost a failing `epoll_ctl` on most transfers.
+    private var registered: Set<Int32> = []
 
     init() {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -52,15 +56,20 @@ final class SocketWatch: @unchecked Sendable {
     /// libcurl's request for `socket`: watch it for `what` (`CURL_POLL_IN`, `_OUT`, `_INOUT`) or stop.
     func watch(_ socket: Int32, _ what: Int32) {
         guard what != CURL_POLL_REMOVE else {
+            registered.remove(socket)
             epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil)
             return
         }
         var event = epoll_event()
         event.events = (what & CURL_POLL_IN != 0 ? EPOLLIN.rawValue : 0) | (what & CURL_POLL_OUT != 0 ? EPOLLOUT.rawValue : 0)
         event.data.fd = socket
-        // The epoll set is the record of what is watched: a socket it does not hold yet (new, or closed
-        // and its number reused) is added.
-        if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0, errno == ENOENT {
+        // The record can be stale (a socket closed without a removal leaves the epoll set by itself, and
+        // its number may come back), so the call that fails falls back to the other one.
+        if registered.insert(socket).inserted {
+            if epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) != 0, errno == EEXIST {
+                epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event)
+            }
+        } else if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0, errno == ENOENT {
             epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event)
         }
     }

@@ -183,6 +183,8 @@ final class Transfer: @unchecked Sendable {
         herald_curl_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
         var retryAfter: curl_off_t = 0
         herald_curl_getinfo_off_t(easy, CURLINFO_RETRY_AFTER, &retryAfter)
+        var connects = 0
+        herald_curl_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
         let httpVersion: Int
         switch version {
         case Int(CURL_HTTP_VERSION_2_0): httpVersion = 20
@@ -192,7 +194,7 @@ final class Transfer: @unchecked Sendable {
         return .success(
             CurlHTTPResponse(
                 status: status, headers: responseHeaders, body: body, httpVersion: httpVersion,
-                retryAfter: retryAfter > 0 ? .seconds(Int64(retryAfter)) : nil))
+                retryAfter: retryAfter > 0 ? .seconds(Int64(retryAfter)) : nil, connectionReused: connects == 0))
     }
 
     /// The error for a transfer cancelled by its caller: in doubt once the request began to leave.

@@ -24,7 +24,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
     @Option(
         help:
-            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
+            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
     )
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
@@ -42,10 +42,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     var gatewayLatency = 0
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
     @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
-    @Option(help: "Store of the profile suite: sqlite or postgres.") var profileStore = "sqlite"
+    @Option(help: "Store of the profile and both pair suites: sqlite or postgres.") var profileStore = "sqlite"
     @Option(
         help:
-            "The pair suite's other build: a directory holding its herald-api and herald-sms-worker (for example a copy of another commit's .build/release)."
+            "The pair suites' other build: a directory holding its herald-api and herald-sms-worker (for example a copy of another commit's .build/release)."
     )
     var baselineBin: String?
 
@@ -97,6 +97,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         if suite == "pair" {
             guard let baselineBin else { throw ValidationError("--suite pair needs --baseline-bin DIR") }
             try await pairedComparison(baseline: baselineBin, store: profileStore == "postgres" ? .postgres : .sqlite)
+        }
+        if suite == "worker-pair" {
+            guard let baselineBin else { throw ValidationError("--suite worker-pair needs --baseline-bin DIR") }
+            try await pairedDrain(baseline: baselineBin, store: profileStore == "postgres" ? .postgres : .sqlite)
         }
         if suite == "worker" {
             for variant in variants where variant.apis == 1 {
@@ -287,27 +291,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     ) {
         let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false, workerInFlight: workerConcurrency)
         do {
-            let queued = Locked(0)
             let started = ContinuousClock.now
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for worker in 0..<64 {
-                    group.addTask {
-                        while true {
-                            let index = queued.withLock { count -> Int? in
-                                guard count < backlog else { return nil }
-                                count += 1
-                                return count
-                            }
-                            guard let index else { return }
-                            let answer = try await stack.client.post(
-                                "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
-                                json: ["phoneNumber": BenchStack.phone(20_000_000 + worker * 100_000 + index)])
-                            guard answer.status == 200 else { throw TestFailure("queueing the backlog: HTTP \(answer.status)") }
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
+            try await queueBacklog(stack, offset: 20_000_000)
             print(String(format: "(e) [%@] backlog of %d queued in %.1f s", label, backlog, (ContinuousClock.now - started).seconds))
             if gatewayLatency > 0 {
                 stack.gateway.setFallback(FakeSMSGateway.Reply(status: 200, body: #"{"status":"queued"}"#, delay: .milliseconds(gatewayLatency)))
@@ -355,6 +340,31 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         } catch {
             await stack.stop()
             throw error
+        }
+    }
+
+    /// Queues `backlog` sends through `stack`'s first herald-api, 64 at a time, to numbers from `offset` on.
+    func queueBacklog(_ stack: BenchStack, offset: Int) async throws {
+        let queued = Locked(0)
+        let backlog = backlog
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<64 {
+                group.addTask {
+                    while true {
+                        let index = queued.withLock { count -> Int? in
+                            guard count < backlog else { return nil }
+                            count += 1
+                            return count
+                        }
+                        guard let index else { return }
+                        let answer = try await stack.client.post(
+                            "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
+                            json: ["phoneNumber": BenchStack.phone(offset + worker * 100_000 + index)])
+                        guard answer.status == 200 else { throw TestFailure("queueing the backlog: HTTP \(answer.status)") }
+                    }
+                }
+            }
+            try await group.waitForAll()
         }
     }
 
@@ -568,6 +578,8 @@ struct BenchStack: Sendable {
     let configPath: String
     /// Jobs each herald-sms-worker has in flight (its concurrency and prefetch).
     let workerInFlight: Int
+    /// Where its executables are (another build's, in the pair suites); nil: this build's.
+    let binDirectory: String?
     let clients: [HeraldClient]
     let apiPorts: [Int]
     /// Each herald-api's metrics listener (the worker has the configuration's `metricsPort`).
@@ -636,7 +648,8 @@ struct BenchStack: Sendable {
             workers.withLock { $0.append(worker) }
         }
         let stack = BenchStack(
-            settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, workerInFlight: workerInFlight, clients: clients,
+            settings: settings, gateway: gateway, apis: apis, workers: workers, configPath: path, workerInFlight: workerInFlight,
+            binDirectory: binDirectory, clients: clients,
             apiPorts: clients.compactMap { Int($0.baseURL.split(separator: ":").last ?? "") }, apiMetricsPorts: metricsPorts,
             arrivals: ArrivalClock())
         for (api, client) in zip(apis, clients) {
@@ -662,7 +675,8 @@ struct BenchStack: Sendable {
     /// Starts a herald-sms-worker (the first, when the stack started without one).
     func startWorker() throws -> HeraldProcess {
         let worker = try HeraldProcess(
-            "herald-sms-worker", arguments: ["--config", configPath], logDirectory: settings.stateDir,
+            binDirectory.map { "\($0)/herald-sms-worker" } ?? "herald-sms-worker", arguments: ["--config", configPath],
+            logDirectory: settings.stateDir,
             environment: Self.workerEnvironment(inFlight: workerInFlight))
         workers.withLock { $0.append(worker) }
         return worker

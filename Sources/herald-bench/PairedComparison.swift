@@ -64,3 +64,72 @@ extension HeraldBenchCommand {
         return ((ProcessCPU.seconds(pids) - before) / Double(accepted) * 1_000_000, Double(accepted) / seconds)
     }
 }
+
+/// The worker pair suite (`--suite worker-pair --baseline-bin DIR`): a `--backlog` queued into each of
+/// two stacks while no worker runs, then this build's herald-sms-worker and the other build's started
+/// at the same moment, each draining its own stack, `runs` times. Measured one after the other, one
+/// build's drains moved by ±15 % between runs; draining together, both share the machine, the broker
+/// and the store, so the ratio of their CPU per job is what the change did. (The one that finishes
+/// first leaves the other a quieter machine for its last jobs; the ratio is of CPU per job, which that
+/// moves less than the drain's speed.)
+extension HeraldBenchCommand {
+    func pairedDrain(baseline: String, store: TestStore) async throws {
+        guard FileManager.default.isExecutableFile(atPath: "\(baseline)/herald-sms-worker") else {
+            throw TestFailure("--baseline-bin \(baseline) holds no executable herald-sms-worker")
+        }
+        print("worker-pair: this build (\(HeraldProcess.binDirectory)) against \(baseline), \(store), \(runs) drains of \(backlog) jobs each")
+        let current = try await BenchStack.start(limits: Self.noLimits, store: store, worker: false, workerInFlight: workerConcurrency)
+        let other: BenchStack
+        do {
+            other = try await BenchStack.start(
+                limits: Self.noLimits, store: store, worker: false, workerInFlight: workerConcurrency, binDirectory: baseline)
+        } catch {
+            await current.stop()
+            throw error
+        }
+        var ratios: [Double] = []
+        do {
+            for run in 1...runs {
+                async let queuedMine: Void = queueBacklog(current, offset: 20_000_000 * run)
+                async let queuedTheirs: Void = queueBacklog(other, offset: 20_000_000 * run + 10_000_000)
+                _ = try await (queuedMine, queuedTheirs)
+                async let mine = drained(current)
+                async let theirs = drained(other)
+                let (a, b) = try await (mine, theirs)
+                let ratio = a.cpuPerJob / max(1, b.cpuPerJob)
+                ratios.append(ratio)
+                print(
+                    String(
+                        format: "run %d: this build %.0f µs per job (%.0f jobs/s, peak RSS %@), baseline %.0f µs (%.0f jobs/s, %@): ratio %.3f",
+                        run, a.cpuPerJob, a.perSecond, a.peak, b.cpuPerJob, b.perSecond, b.peak, ratio))
+            }
+        } catch {
+            await current.stop()
+            await other.stop()
+            throw error
+        }
+        await current.stop()
+        await other.stop()
+        let sorted = ratios.sorted()
+        print(
+            String(
+                format: "herald-sms-worker CPU per job, this build ÷ baseline: median %.3f [%.3f–%.3f] over %d paired drains",
+                sorted[sorted.count / 2], sorted.first!, sorted.last!, sorted.count))
+    }
+
+    /// Starts `stack`'s worker, waits until its gateway has `backlog` more SMS, stops the worker: its CPU
+    /// per job, jobs/s and peak RSS.
+    private func drained(_ stack: BenchStack) async throws -> (cpuPerJob: Double, perSecond: Double, peak: String) {
+        let before = stack.gateway.received.count
+        let worker = try stack.startWorker()
+        let started = ContinuousClock.now
+        guard await eventually(timeout: .seconds(600), { stack.gateway.received.count >= before + backlog }) else {
+            throw TestFailure("a worker did not drain its backlog: \(stack.gateway.received.count - before) of \(backlog)")
+        }
+        let seconds = (ContinuousClock.now - started).seconds
+        let result = (cpuSeconds(worker.pid) / Double(backlog) * 1_000_000, Double(backlog) / seconds, peak(worker.pid))
+        _ = await worker.terminate()
+        stack.workers.withLock { $0.removeAll { $0 === worker } }
+        return result
+    }
+}

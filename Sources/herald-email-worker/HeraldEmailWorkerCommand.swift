@@ -24,7 +24,9 @@ struct HeraldEmailWorkerCommand: AsyncParsableCommand {
         let channel: any EmailChannel =
             configuration.email.provider == "console"
             ? ConsoleEmailChannel(print: LineOutput.standardOutput.write)
-            : SMTPChannel(client: CurlClient(logger: logger), settings: configuration.email)
+            : SMTPChannel(
+                client: CurlClient(logger: logger, pooledConnections: configuration.workers.settings(for: .email).concurrency),
+                settings: configuration.email)
         let handler = EmailJobHandler(
             channel: channel, keys: keys, settings: configuration.email,
             providerRate: configuration.email.provider == "smtp" ? configuration.email.rate : nil)

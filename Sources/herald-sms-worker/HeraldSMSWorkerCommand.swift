@@ -23,7 +23,9 @@ struct HeraldSMSWorkerCommand: AsyncParsableCommand {
         let channel: any DeliveryChannel =
             configuration.sms.provider == "console"
             ? ConsoleChannel(print: LineOutput.standardOutput.write)
-            : HTTPGatewayChannel(client: CurlClient(logger: logger), settings: configuration.sms.http)
+            : HTTPGatewayChannel(
+                client: CurlClient(logger: logger, pooledConnections: configuration.workers.settings(for: .sms).concurrency),
+                settings: configuration.sms.http)
         let handler = SMSJobHandler(
             channel: channel, keys: keys, templates: configuration.sms.templates,
             providerRate: configuration.sms.provider == "http" ? configuration.sms.http.rate : nil,

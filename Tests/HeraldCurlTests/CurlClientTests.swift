@@ -124,4 +124,35 @@ struct CurlClientTests {
         #expect(gateway.maxInFlight > 1)
         #expect(gateway.received.count == 40)
     }
+
+    @Test("a pool sized for the caller's concurrency keeps its connections through dips in the transfers in flight")
+    func pooledConnectionsSurviveDips() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        gateway.setFallback(.init(status: 200, delay: .milliseconds(150)))
+        /// Waves of 12 at once, each followed by one request alone (a worker whose jobs all wait on one
+        /// group commit): how many of the waves' requests after the first opened a connection.
+        func openedAfterFirstWave(_ client: CurlClient) async throws -> Int {
+            var opened = 0
+            for wave in 0..<3 {
+                let reused = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for _ in 0..<12 {
+                        group.addTask { try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data("{}".utf8))).connectionReused }
+                    }
+                    return try await group.reduce(into: [Bool]()) { $0.append($1) }
+                }
+                if wave > 0 { opened += reused.filter { $0 == false }.count }
+                _ = try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data("{}".utf8)))
+            }
+            return opened
+        }
+        let pooled = CurlClient(logger: quietLogger(), pooledConnections: 12)
+        defer { pooled.shutdown() }
+        #expect(try await openedAfterFirstWave(pooled) == 0)
+        // libcurl's own sizing (four per transfer in flight when one ends) closes some at each dip; this
+        // shows the test can tell the difference.
+        let unsized = CurlClient(logger: quietLogger())
+        defer { unsized.shutdown() }
+        #expect(try await openedAfterFirstWave(unsized) > 0)
+    }
 }
