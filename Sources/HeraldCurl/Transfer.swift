@@ -1,8 +1,8 @@
 import CCurl
 import Foundation
 
-/// One easy handle and everything that must outlive it: header list, buffers, continuation.
-/// Configured and completed on the loop thread.
+/// One request, and while it runs its easy handle and everything that must outlive the handle's use:
+/// header list, buffers, continuation. Given a handle, configured and completed on the loop thread.
 final class Transfer: @unchecked Sendable {
     /// The only protocols a transfer may use.
     static let allowedProtocols = "http,https,smtp,smtps"
@@ -22,7 +22,12 @@ final class Transfer: @unchecked Sendable {
     }
 
     let kind: Kind
-    let easy: UnsafeMutableRawPointer
+    /// The easy handle while the transfer holds one (from `attach` to `detach`, on the loop thread).
+    private(set) var handle: UnsafeMutableRawPointer?
+    private var easy: UnsafeMutableRawPointer {
+        guard let handle else { preconditionFailure("a transfer used its easy handle before attach or after detach") }
+        return handle
+    }
     var continuation: CheckedContinuation<Output, any Error>?
     var headerList: UnsafeMutablePointer<curl_slist>?
     var recipientList: UnsafeMutablePointer<curl_slist>?
@@ -37,15 +42,32 @@ final class Transfer: @unchecked Sendable {
 
     init(_ kind: Kind) {
         self.kind = kind
-        self.easy = curl_easy_init()
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
 
     deinit {
-        curl_easy_cleanup(easy)
+        if let handle { curl_easy_cleanup(handle) }
         curl_slist_free_all(headerList)
         curl_slist_free_all(recipientList)
         errorBuffer.deallocate()
+    }
+
+    /// Takes `easy` (fresh or reset) for this transfer.
+    func attach(_ easy: UnsafeMutableRawPointer) {
+        handle = easy
+    }
+
+    /// Gives the handle back once the transfer is out of the multi handle and its outcome read, with the
+    /// lists it pointed at freed (a reset handle no longer refers to them).
+    func detach() -> UnsafeMutableRawPointer? {
+        defer {
+            handle = nil
+            curl_slist_free_all(headerList)
+            curl_slist_free_all(recipientList)
+            headerList = nil
+            recipientList = nil
+        }
+        return handle
     }
 
     /// Applies the request to the easy handle; returns an error for options libcurl refused.

@@ -26,6 +26,28 @@ struct CurlClientTests {
         #expect(received.headers["expect"] == nil)
     }
 
+    @Test("a handle reused for the next transfer carries none of the last one's headers, body or answer")
+    func reusedHandleStartsClean() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        gateway.script([.init(status: 429, headers: ["Retry-After": "7", "X-Only-First": "1"], body: #"{"first":"yes"}"#)])
+        let first = try await client.perform(
+            CurlHTTPRequest(url: gateway.url, headers: [("Authorization", "Bearer first")], body: Data(#"{"to":"+15555550100"}"#.utf8)))
+        #expect(first.status == 429)
+        #expect(first.retryAfter == .seconds(7))
+        // One transfer at a time: the second runs on the first's reset handle and pooled connection.
+        let second = try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data(#"{"to":"+15555550101"}"#.utf8)))
+        #expect(second.connectionReused)
+        #expect(second.status == 200)
+        #expect(second.retryAfter == nil)
+        #expect(second.header("X-Only-First") == nil)
+        #expect(String(decoding: second.body, as: UTF8.self) == #"{"status":"queued"}"#)
+        let received = gateway.received
+        try #require(received.count == 2)
+        #expect(received[1].headers["authorization"] == nil)
+        #expect(received[1].to == "+15555550101")
+    }
+
     @Test("header lines are trimmed of spaces, tabs, CR and LF at both ends only")
     func headerLineTrimming() {
         func trim(_ text: String) -> String { String(decoding: HeaderLine.trimmed(Array(text.utf8)), as: UTF8.self) }
