@@ -49,6 +49,24 @@ struct SMSSegmentsTests {
         #expect(SMSSegments("Code de vérification: 123456").encoding == .gsm7)
         #expect(SMSSegments("Code de ve\u{301}rification: 123456").encoding == .gsm7)
     }
+
+    @Test("a text counts as its composed form does, whatever mix of GSM-7, extension, decomposed and other scalars it holds")
+    func countsAsComposed() {
+        // Pieces that compose (e + acute, A + ring, the Ohm and Angstrom signs as singletons), GSM-7 and
+        // extension characters, characters outside GSM-7, CR LF, a surrogate pair.
+        let pieces = [
+            "a", "Z", "0", " ", "@", "€", "{", "\\", "\r\n", "é", "e\u{301}", "A\u{30A}", "\u{2126}", "\u{212B}", "ç", "я", "😀",
+            "\u{301}", "ß", "Ω", "Å", "~",
+        ]
+        var random = Xorshift(state: 0x5EED_0F_5E9)
+        for _ in 0..<3_000 {
+            let text = (0..<Int.random(in: 0...40, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
+            let composed = SMSSegments(text.precomposedStringWithCanonicalMapping)
+            #expect(SMSSegments(text) == composed, "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+        // The singletons compose to letters of the alphabet.
+        #expect(SMSSegments("\u{2126}\u{212B}").encoding == .gsm7)
+    }
 }
 
 @Suite("SMS texts: locales, fallback, origin-bound line")
