@@ -21,12 +21,12 @@ public protocol JobHandler: Sendable {
     var providerRate: LimitCheck? { get }
     /// The provider the jobs go through (`http`, `console`, `smtp`, `apns`), kept on the ledger row.
     var providerName: String { get }
-    /// What one segment of `job` costs (`sms.prices`), for `herald_sms_cost_total`; nil: not priced.
-    func price(of job: Job) -> HeraldConfiguration.SMS.Prices.Price?
+    /// What one segment costs in `region` (`region(of:)`; `sms.prices`), for `herald_sms_cost_total`; nil: not priced.
+    func price(inRegion region: String) -> HeraldConfiguration.SMS.Prices.Price?
 }
 
 extension JobHandler {
-    public func price(of job: Job) -> HeraldConfiguration.SMS.Prices.Price? { nil }
+    public func price(inRegion region: String) -> HeraldConfiguration.SMS.Prices.Price? { nil }
 
     /// What the ledger keeps about `job` when a worker claims it.
     func description(of job: Job, producer: String?) -> DeliveryDescription {
@@ -58,7 +58,7 @@ public struct SMSJobHandler: JobHandler {
         self.prices = prices
     }
 
-    public func price(of job: Job) -> HeraldConfiguration.SMS.Prices.Price? { prices.price(for: region(of: job)) }
+    public func price(inRegion region: String) -> HeraldConfiguration.SMS.Prices.Price? { prices.price(for: region) }
 
     public func spacingChecks(for job: Job) -> [LimitCheck] {
         guard perNumberSpacing > .zero else { return [] }

@@ -83,6 +83,7 @@ public final class WorkerService: Service {
     let pacer: ProviderPacer?
     /// Who may publish besides herald-api, and what a foreign job must satisfy.
     let foreignJobs: ForeignJobPolicy?
+    let metrics: WorkerMetrics
 
     public init(
         handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology,
@@ -99,6 +100,7 @@ public final class WorkerService: Service {
         self.clock = clock
         self.logger = logger
         self.pacer = handler.providerRate.map { ProviderPacer(store: ledger, check: $0, clock: clock, logger: logger) }
+        self.metrics = WorkerMetrics(type: handler.type.rawValue)
     }
 
     /// The two connections a worker needs: a consumer of `<exchange>.<type>` with `prefetch`, and a
@@ -214,7 +216,7 @@ public final class WorkerService: Service {
     func process(_ delivery: AMQPDelivery, ticket: ProviderPacer.Ticket? = nil) async {
         let type = handler.type.rawValue
         func count(_ outcome: String) {
-            Counter(label: "herald_worker_jobs_total", dimensions: [("type", type), ("outcome", outcome)]).increment()
+            metrics.job(outcome).increment()
         }
         if case .int(let schema) = delivery.headers["x-herald-schema"], schema != Int64(Job.schemaVersion) {
             await deadLetter(delivery, reason: "unsupported x-herald-schema \(schema)", attempt: 0)
@@ -271,8 +273,7 @@ public final class WorkerService: Service {
         if seenBefore == false {
             // How long a fresh job waited in the queue: the backlog signal to scale workers on. Retries and
             // throttled returns are left out, since their waits are deliberate.
-            Timer(label: "herald_worker_queue_wait_seconds", dimensions: [("type", type)])
-                .record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
+            metrics.queueWait.record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
         }
         let spacing = handler.spacingChecks(for: job)
         var machine = JobLifecycle(
@@ -319,7 +320,7 @@ public final class WorkerService: Service {
                 let handler = self.handler
                 let now = clock.now
                 let delivered = await Task { await handler.deliver(job, now: now) }.value
-                Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)]).record(duration: ContinuousClock.now - started)
+                metrics.providerCall.record(duration: ContinuousClock.now - started)
                 if let code = delivered.outcome.errorCode {
                     Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", handler.providerName), ("code", code)])
                         .increment()
@@ -333,15 +334,12 @@ public final class WorkerService: Service {
                 if finish.outcome == "sent" {
                     if let segments = report?.segments {
                         let country = handler.region(of: job)
-                        Counter(label: "herald_sms_segments_total", dimensions: [("country", country), ("encoding", segments.encoding.rawValue)])
-                            .increment(by: segments.segments)
-                        if let price = handler.price(of: job) {
-                            FloatingPointCounter(label: "herald_sms_cost_total", dimensions: [("country", country), ("currency", price.currency)])
-                                .increment(by: price.perSegment * Double(segments.segments))
+                        metrics.segments(country: country, encoding: segments.encoding.rawValue).increment(by: segments.segments)
+                        if let price = handler.price(inRegion: country) {
+                            metrics.cost(country: country, currency: price.currency).increment(by: price.perSegment * Double(segments.segments))
                         }
                     }
-                    Timer(label: "herald_worker_enqueue_to_sent_seconds", dimensions: [("type", type)])
-                        .record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
+                    metrics.enqueueToSent.record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
                 }
                 return
             }

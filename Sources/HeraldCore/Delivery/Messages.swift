@@ -48,8 +48,23 @@ public struct MessageEvent: Sendable, Equatable {
     /// The line appended to the ledger row's `events` column: `<ms>\t<status>\t<detail>\n`, the detail
     /// with tabs and line breaks flattened, so appending is one string concatenation in SQL.
     public var storedLine: String {
-        let flat = String((detail ?? "").map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 }.prefix(Self.detailLimit))
+        let detail = detail ?? ""
+        // Most details are short and single-line ("attempt 1"): kept as they are, without walking their
+        // Characters (a detail of at most `detailLimit` bytes has at most that many Characters).
+        let flat =
+            detail.utf8.count <= Self.detailLimit && detail.utf8.contains(where: { $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) == false
+            ? detail : Self.flattened(detail)
         return "\(Int64((at.timeIntervalSince1970 * 1000).rounded(.down)))\t\(status.rawValue)\t\(flat)\n"
+    }
+
+    /// `detail` on one line, at most `detailLimit` Characters. By scalars: "\r\n" is one Character,
+    /// equal to neither "\r" nor "\n", and went through whole when this compared Characters.
+    static func flattened(_ detail: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in detail.unicodeScalars {
+            scalars.append(scalar == "\t" || scalar == "\n" || scalar == "\r" ? " " : scalar)
+        }
+        return String(String(scalars).prefix(detailLimit))
     }
 
     /// The events of a stored `events` column (lines that do not parse are skipped).
