@@ -27,8 +27,9 @@ public struct JSONWriter {
     }
 
     /// A value: text, a map of texts or an object of fields (nested objects, keys sorted, nil fields
-    /// left out), a whole or a real number, or a list of values.
-    public indirect enum Value {
+    /// left out), a whole or a real number, or a list of values. Not `indirect`: nesting goes through
+    /// arrays, which are references already, and an indirect case boxed every value on the heap.
+    public enum Value {
         case string(String)
         case strings([String: String])
         case fields([(key: String, value: Value?)])
@@ -53,7 +54,7 @@ public struct JSONWriter {
         case .string(let text): string(text)
         case .strings(let map): object(map.map { (key: $0.key, value: .string($0.value)) })
         case .fields(let fields): object(fields)
-        case .integer(let number): bytes.append(contentsOf: String(number).utf8)
+        case .integer(let number): integer(number)
         case .real(let number): bytes.append(contentsOf: (number.isFinite ? number.description : "null").utf8)
         case .array(let values):
             bytes.append(UInt8(ascii: "["))
@@ -65,8 +66,30 @@ public struct JSONWriter {
         }
     }
 
+    /// Decimal digits, written in place (no String made per number).
+    mutating func integer(_ number: Int64) {
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = number.magnitude
+        var room: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64 has at most 20 digits
+        withUnsafeMutableBytes(of: &room) { digits in
+            var index = digits.count
+            repeat {
+                index -= 1
+                digits[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: digits[index...])
+        }
+    }
+
     mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most texts need no escape: copied whole.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            bytes.append(contentsOf: text.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+@testable import HeraldCore
+
+@Suite("JSONWriter: what it writes, and that JSON readers read it back")
+struct JSONWriterTests {
+    func written(_ build: (inout JSONWriter) -> Void) -> String {
+        var writer = JSONWriter()
+        build(&writer)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    @Test("keys sorted, nil fields left out, escapes by RFC 8259, numbers in full")
+    func exact() {
+        let text = written {
+            $0.object([
+                ("z", .integer(Int64.min)), ("a", .string("say \"hi\"\\\n\r\t\u{01}/é😀")), ("m", nil), ("b", .integer(0)),
+                ("c", .array([.integer(-42), .integer(Int64.max), .real(0.1), .strings(["y": "2", "x": "1"])])),
+                ("d", .fields([("k", .string("")), ("j", nil)])),
+            ])
+        }
+        #expect(
+            text
+                == #"{"a":"say \"hi\"\\\n\r\t\u0001/é😀","b":0,"c":[-42,9223372036854775807,0.1,{"x":"1","y":"2"}],"d":{"k":""},"z":-9223372036854775808}"#
+        )
+    }
+
+    @Test("random texts and numbers read back as written")
+    func roundTrip() throws {
+        var random = Xorshift(state: 0x15_0_0_0_5EED)
+        let alphabet: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{00}", "\u{1F}", "\u{7F}", "é", "я", "€", "😀"]
+        for _ in 0..<2_000 {
+            let scalars = (0..<Int.random(in: 0...24, using: &random)).map { _ in alphabet.randomElement(using: &random)! }
+            let text = String(String.UnicodeScalarView(scalars))
+            let number = Int64(bitPattern: random.next()) >> Int.random(in: 0...63, using: &random)
+            let bytes = Data(written { $0.object([("text", .string(text)), ("number", .integer(number)), ("list", .array([.string(text)]))]) }.utf8)
+            let object = try #require(try JSONSerialization.jsonObject(with: bytes) as? [String: Any])
+            #expect(object["text"] as? String == text)
+            #expect((object["number"] as? NSNumber)?.int64Value == number)
+            #expect((object["list"] as? [String]) == [text])
+        }
+    }
+}
