@@ -26,6 +26,11 @@ extension HeraldBenchCommand {
         }
         var ratios: [Double] = []
         do {
+            let floor = try await healthzFloor(current)
+            print(
+                String(
+                    format: "this build's herald-api spends %.0f µs per /healthz request at c64 (%.0f req/s): the HTTP floor in this hour",
+                    floor.cpuPerRequest, floor.perSecond))
             for run in 1...runs {
                 async let mine = loadedCPU(current, offset: 20_000_000 * run)
                 async let theirs = loadedCPU(other, offset: 20_000_000 * run + 10_000_000)

@@ -60,6 +60,7 @@ extension HeraldBenchCommand {
         "broker: raw publish with confirms, 500 in flight, msg/s": "ceiling",
         "broker: raw consume + ack, msg/s": "ceiling",
         "driver: req/s against /healthz (trivial endpoint)": "ceiling",
+        "API: CPU µs per /healthz request (HTTP floor)": "—",
         "API sends/s as a share of raw publish": "—",
         "CPU % during the c64 run: herald-api(s)": "—",
         "CPU % during the c64 run: RabbitMQ": "—",
@@ -136,6 +137,17 @@ extension HeraldBenchCommand {
         print("warning: RabbitMQ still busy after 20 s; the next figures may be low")
     }
 
+    /// wrk at c64 against `/healthz` for 5 s: the driver's ceiling, and what herald-api spends on a
+    /// request that does nothing but HTTP (accept nothing new, parse, route, answer): the floor under
+    /// every send's CPU on this machine in this hour.
+    func healthzFloor(_ stack: BenchStack) async throws -> (perSecond: Double, cpuPerRequest: Double) {
+        let pids = stack.apis.map(\.pid)
+        let before = ProcessCPU.seconds(pids)
+        let trivial = try await Wrk.run(url: "http://127.0.0.1:\(stack.settings.apiPort)/healthz", script: nil, seconds: 5)
+        let cpu = ProcessCPU.seconds(pids) - before
+        return (trivial.perSecond, cpu / Double(max(1, trivial.requests)) * 1_000_000)
+    }
+
     /// One store variant: throughput with the default limits (and each process's CPU meanwhile),
     /// the answer time at a fixed rate with and without limits, enqueue → gateway, memory.
     func apiFigures(_ variant: (label: String, store: TestStore, apis: Int), into table: Table) async throws {
@@ -143,8 +155,9 @@ extension HeraldBenchCommand {
         do {
             if variant.store == .sqlite {
                 // The driver's own ceiling, against the cheapest endpoint there is.
-                let trivial = try await Wrk.run(url: "http://127.0.0.1:\(limited.settings.apiPort)/healthz", script: nil, seconds: 5)
-                table.add("driver: req/s against /healthz (trivial endpoint)", "driver", trivial.perSecond)
+                let floor = try await healthzFloor(limited)
+                table.add("driver: req/s against /healthz (trivial endpoint)", "driver", floor.perSecond)
+                table.add("API: CPU µs per /healthz request (HTTP floor)", variant.label, floor.cpuPerRequest)
             }
             let load = try await closedLoopLoad(limited)
             table.add("API: accepted sends/s, c64, default limits", variant.label, load.perSecond)
