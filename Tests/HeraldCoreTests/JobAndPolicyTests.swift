@@ -144,6 +144,23 @@ struct JobAndPolicyTests {
         #expect(throws: Template.ParseError.self) { try Template("{{code", allowed: ["code"]) }
     }
 
+    @Test("escaping random values: form encoding as Foundation's with RFC 3986's unreserved set; JSON strings read back")
+    func escapingRandomValues() throws {
+        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
+        allowed.insert(charactersIn: "-._~")
+        let alphabet: [Unicode.Scalar] = [
+            "a", "Z", "9", "-", ".", "_", "~", " ", "+", "&", "=", "%", "/", "\"", "\\", "\n", "\r", "\t", "\u{01}", "ü", "я", "€", "😀",
+        ]
+        var random = Xorshift(state: 0xE5C_A9E)
+        for _ in 0..<2_000 {
+            let scalars = (0..<Int.random(in: 0...20, using: &random)).map { _ in alphabet.randomElement(using: &random)! }
+            let value = String(String.UnicodeScalarView(scalars))
+            #expect(Template.escape(value, .formURLEncoded) == value.addingPercentEncoding(withAllowedCharacters: allowed))
+            let json = Data(("{\"v\":\"" + Template.escape(value, .jsonString) + "\"}").utf8)
+            #expect((try JSONSerialization.jsonObject(with: json) as? [String: String])?["v"] == value)
+        }
+    }
+
     @Test("durations and rate policies parse as configuration writes them")
     func parsing() {
         #expect(DurationText.parse("500ms") == .milliseconds(500))

@@ -24,6 +24,8 @@ extension UUID {
 /// Lowercase hexadecimal digits, written straight into a string's buffer (ids, digests, MACs).
 enum HexDigits {
     static let lowercase: [UInt8] = Array("0123456789abcdef".utf8)
+    /// Percent-encoding's digits (RFC 3986 recommends upper case).
+    static let uppercase: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// Writes `byte`'s two digits at `position` and moves it past them.
     static func write(_ byte: UInt8, into out: UnsafeMutableBufferPointer<UInt8>, at position: inout Int) {

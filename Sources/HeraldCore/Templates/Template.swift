@@ -72,6 +72,8 @@ public struct Template: Sendable, Equatable {
         case .none:
             return value
         case .jsonString:
+            // Most values (numbers, codes, plain text) need no escape.
+            if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) { return value }
             var out = ""
             for scalar in value.unicodeScalars {
                 switch scalar {
@@ -86,9 +88,23 @@ public struct Template: Sendable, Equatable {
             }
             return out
         case .formURLEncoded:
-            var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-            allowed.insert(charactersIn: "-._~")
-            return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+            // RFC 3986's unreserved characters stay, every other UTF-8 byte becomes %XX (upper case), as
+            // `addingPercentEncoding` does with that set; by bytes, without building a CharacterSet
+            // (Foundation, on every call) for each value of each SMS.
+            var out: [UInt8] = []
+            out.reserveCapacity(value.utf8.count)
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                    out.append(byte)
+                default:
+                    out.append(UInt8(ascii: "%"))
+                    out.append(HexDigits.uppercase[Int(byte >> 4)])
+                    out.append(HexDigits.uppercase[Int(byte & 0x0F)])
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
         case .html:
             var out = ""
             for character in value {
