@@ -86,7 +86,8 @@ struct MonitoringTests {
                 #"herald_worker_provider_errors_total{provider="http",code="http_503"}"#, #"herald_sms_conversion_ratio{country="US"}"#,
                 #"herald_sms_sent_last_hour{country="US"}"#, #"herald_sms_cost_total{country="US",currency="USD"}"#,
                 #"herald_sms_segments_total{country="US"}"#, #"herald_api_limit_refusals_total{limit="limits.perNumber"}"#,
-                "herald_api_prefix_blocks_total", #"up{job="herald-workers"} == 1"#,
+                "herald_api_prefix_blocks_total", #"up{job="herald-workers"} == 1"#, "herald_api_admission_seconds_count",
+                "herald_api_publish_confirm_seconds_count",
             ]
             for family in families {
                 var found = (status: "", results: 0)

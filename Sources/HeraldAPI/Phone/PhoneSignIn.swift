@@ -18,6 +18,7 @@ struct PhoneSignIn: Sendable {
     let devMode: Bool
     let clock: any WallClock
     let logger: Logger
+    let metrics = SendMetrics()
 
     var limiter: RateLimiter { RateLimiter(store: store) }
     var sealer: Sealer { Sealer(key: keys.sealing) }
@@ -167,7 +168,7 @@ struct PhoneSignIn: Sendable {
             throw HeraldError(
                 .unavailable, "The verification code could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
         }
-        Timer(label: "herald_api_publish_confirm_seconds").record(duration: ContinuousClock.now - started)
+        metrics.publishConfirm.record(duration: ContinuousClock.now - started)
         count(project, "queued", phone)
         logger.info(
             "verification code queued",
@@ -364,7 +365,7 @@ struct PhoneSignIn: Sendable {
             refuseSecondFactorHolders: refuseSecondFactorHolders)
         let started = ContinuousClock.now
         let verdict = try await store.admitSend(send)
-        Timer(label: "herald_api_admission_seconds").record(duration: ContinuousClock.now - started)
+        metrics.admission.record(duration: ContinuousClock.now - started)
         switch verdict {
         case .admitted:
             return checks
@@ -405,10 +406,7 @@ struct PhoneSignIn: Sendable {
     }
 
     private func count(_ project: HeraldConfiguration.Project, _ outcome: String, _ phone: PhoneNumber) {
-        Counter(
-            label: "herald_api_verification_sends_total",
-            dimensions: [("project", project.id), ("outcome", outcome), ("country", phone.region)]
-        ).increment()
+        metrics.sends(project: project.id, outcome: outcome, country: phone.region).increment()
     }
 
     /// What the worker needs to render the SMS: the sealed code and the project's text settings.
