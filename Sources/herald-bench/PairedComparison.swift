@@ -15,22 +15,15 @@ extension HeraldBenchCommand {
             throw TestFailure("--baseline-bin \(baseline) holds no executable \(name)")
         }
         print("pair: this build (\(HeraldProcess.binDirectory)) against \(baseline), \(store), \(runs) runs of \(throughputSeconds) s at c64 each")
-        // Started one after the other: each stack picks its own free ports.
-        let current = try await BenchStack.start(limits: Self.measuredLimits, store: store)
-        let other: BenchStack
-        do {
-            other = try await BenchStack.start(limits: Self.measuredLimits, store: store, binDirectory: baseline)
-        } catch {
-            await current.stop()
-            throw error
-        }
-        var ratios: [Double] = []
-        do {
+        let ratios = try await withPair(baseline: baseline) {
+            try await BenchStack.start(limits: Self.measuredLimits, store: store, binDirectory: $0)
+        } _: { current, other in
             let floor = try await healthzFloor(current)
             print(
                 String(
                     format: "this build's herald-api spends %.0f µs per /healthz request at c64 (%.0f req/s): the HTTP floor in this hour",
                     floor.cpuPerRequest, floor.perSecond))
+            var ratios: [Double] = []
             for run in 1...runs {
                 async let mine = loadedCPU(current, offset: 20_000_000 * run)
                 async let theirs = loadedCPU(other, offset: 20_000_000 * run + 10_000_000)
@@ -42,18 +35,41 @@ extension HeraldBenchCommand {
                         format: "run %d: this build %.0f µs per send (%.0f sends/s), baseline %.0f µs (%.0f sends/s): ratio %.3f",
                         run, a.cpuPerSend, a.perSecond, b.cpuPerSend, b.perSecond, ratio))
             }
+            return ratios
+        }
+        print("herald-api CPU per send, this build ÷ baseline: " + Self.summary(ratios, of: "paired runs"))
+    }
+
+    /// Starts this build's stack and then the baseline's (one after the other: each picks its own free
+    /// ports; `start` gets nil for this build's executables, else the baseline's directory), runs `body`
+    /// on them and stops both, whether it returned or threw.
+    func withPair<T>(
+        baseline: String, _ start: (String?) async throws -> BenchStack, _ body: (BenchStack, BenchStack) async throws -> T
+    ) async throws -> T {
+        let current = try await start(nil)
+        let other: BenchStack
+        do {
+            other = try await start(baseline)
+        } catch {
+            await current.stop()
+            throw error
+        }
+        do {
+            let result = try await body(current, other)
+            await current.stop()
+            await other.stop()
+            return result
         } catch {
             await current.stop()
             await other.stop()
             throw error
         }
-        await current.stop()
-        await other.stop()
+    }
+
+    /// `median 0.957 [0.940–0.982] over 5 <what>`.
+    static func summary(_ ratios: [Double], of what: String) -> String {
         let sorted = ratios.sorted()
-        print(
-            String(
-                format: "herald-api CPU per send, this build ÷ baseline: median %.3f [%.3f–%.3f] over %d paired runs",
-                sorted[sorted.count / 2], sorted.first!, sorted.last!, sorted.count))
+        return String(format: "median %.3f [%.3f–%.3f] over %d ", sorted[sorted.count / 2], sorted.first!, sorted.last!, sorted.count) + what
     }
 
     /// One wrk at c64 against `stack` for `throughputSeconds`, and its herald-api's CPU per accepted send.
@@ -83,17 +99,10 @@ extension HeraldBenchCommand {
             throw TestFailure("--baseline-bin \(baseline) holds no executable herald-sms-worker")
         }
         print("worker-pair: this build (\(HeraldProcess.binDirectory)) against \(baseline), \(store), \(runs) drains of \(backlog) jobs each")
-        let current = try await BenchStack.start(limits: Self.noLimits, store: store, worker: false, workerInFlight: workerConcurrency)
-        let other: BenchStack
-        do {
-            other = try await BenchStack.start(
-                limits: Self.noLimits, store: store, worker: false, workerInFlight: workerConcurrency, binDirectory: baseline)
-        } catch {
-            await current.stop()
-            throw error
-        }
-        var ratios: [Double] = []
-        do {
+        let ratios = try await withPair(baseline: baseline) {
+            try await BenchStack.start(limits: Self.noLimits, store: store, worker: false, workerInFlight: workerConcurrency, binDirectory: $0)
+        } _: { current, other in
+            var ratios: [Double] = []
             for run in 1...runs {
                 async let queuedMine: Void = queueBacklog(current, offset: 20_000_000 * run)
                 async let queuedTheirs: Void = queueBacklog(other, offset: 20_000_000 * run + 10_000_000)
@@ -108,18 +117,9 @@ extension HeraldBenchCommand {
                         format: "run %d: this build %.0f µs per job (%.0f jobs/s, peak RSS %@), baseline %.0f µs (%.0f jobs/s, %@): ratio %.3f",
                         run, a.cpuPerJob, a.perSecond, a.peak, b.cpuPerJob, b.perSecond, b.peak, ratio))
             }
-        } catch {
-            await current.stop()
-            await other.stop()
-            throw error
+            return ratios
         }
-        await current.stop()
-        await other.stop()
-        let sorted = ratios.sorted()
-        print(
-            String(
-                format: "herald-sms-worker CPU per job, this build ÷ baseline: median %.3f [%.3f–%.3f] over %d paired drains",
-                sorted[sorted.count / 2], sorted.first!, sorted.last!, sorted.count))
+        print("herald-sms-worker CPU per job, this build ÷ baseline: " + Self.summary(ratios, of: "paired drains"))
     }
 
     /// Starts `stack`'s worker, waits until its gateway has `backlog` more SMS, stops the worker: its CPU
