@@ -45,19 +45,11 @@ public enum JobSignature {
     /// Hex digits (either case) as bytes; nil for an odd count or anything else.
     static func bytes(hex: Substring.UTF8View) -> [UInt8]? {
         guard hex.count % 2 == 0 else { return nil }
-        func nibble(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(hex.count / 2)
         var high: UInt8?
         for digit in hex {
-            guard let value = nibble(digit) else { return nil }
+            guard let value = HexDigits.value(of: digit) else { return nil }
             if let first = high {
                 bytes.append(first << 4 | value)
                 high = nil

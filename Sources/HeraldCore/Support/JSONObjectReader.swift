@@ -124,14 +124,8 @@ public struct JSONObjectReader {
         guard index + 4 <= bytes.count else { return nil }
         var value: UInt32 = 0
         for byte in bytes[index..<index + 4] {
-            let digit: UInt32
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-            default: return nil
-            }
-            value = value << 4 | digit
+            guard let digit = HexDigits.value(of: byte) else { return nil }
+            value = value << 4 | UInt32(digit)
         }
         index += 4
         return value

@@ -21,7 +21,7 @@ extension UUID {
     }
 }
 
-/// Lowercase hexadecimal digits, written straight into a string's buffer (ids, digests, MACs).
+/// Hexadecimal digits: written straight into a string's buffer (ids, digests, MACs), and read back.
 enum HexDigits {
     static let lowercase: [UInt8] = Array("0123456789abcdef".utf8)
     /// Percent-encoding's digits (RFC 3986 recommends upper case).
@@ -32,5 +32,15 @@ enum HexDigits {
         out[position] = lowercase[Int(byte >> 4)]
         out[position + 1] = lowercase[Int(byte & 0x0F)]
         position += 2
+    }
+
+    /// The value of one hex digit, either case; nil for any other byte.
+    static func value(of digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }
