@@ -61,12 +61,44 @@ struct SessionStateMachineTests {
 
     @Test("session tokens are unguessable and stored only as a hash")
     func tokens() {
-        let token = SessionToken.generate()
-        #expect(token.count == 43)
-        #expect(SessionToken.generate() != token)
+        let now = Date(timeIntervalSince1970: 1_790_000_000.123)
+        let token = SessionToken.generate(at: now)
+        #expect(token.count == 51)
+        #expect(SessionToken.generate(at: now) != token)
         let id = SessionToken.storageID(for: token)
         #expect(id.count == 64)
+        #expect(id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
         #expect(id != token)
         #expect(SessionToken.storageID(for: token) == id)
+        // The random part differs even within one millisecond, and so does the stored id.
+        #expect(SessionToken.storageID(for: SessionToken.generate(at: now)) != id)
+        // The rest of the id is the token's digest, not something a client could derive without the token.
+        #expect(id.dropFirst(12) == SHA256Hex.digest(token).prefix(52))
     }
+
+    @Test("stored session ids grow with the time the token was issued")
+    func idsInTimeOrder() {
+        let start = Date(timeIntervalSince1970: 1_790_000_000)
+        let ids = (0..<200).map { step in
+            // Two milliseconds apart (a Date's seconds are binary fractions), an hour further every 50.
+            SessionToken.storageID(for: SessionToken.generate(at: start.addingTimeInterval(Double(step) * 0.002 + Double(step / 50) * 3_600)))
+        }
+        #expect(zip(ids, ids.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(ids[0].prefix(12) == String(1_790_000_000_000, radix: 16).leftPadded(to: 12))
+    }
+
+    @Test("a token issued before ids carried the time, or any other text, is stored under its whole digest")
+    func legacyTokens() {
+        let legacy = SecureRandom.base64URL(bytes: 32)
+        #expect(legacy.count == 43)
+        #expect(SessionToken.storageID(for: legacy) == SHA256Hex.digest(legacy))
+        // 51 characters whose first eight are not base64url: no time to read, so the plain digest.
+        let odd = "!!!!!!!!" + String(repeating: "A", count: 43)
+        #expect(SessionToken.storageID(for: odd) == SHA256Hex.digest(odd))
+        #expect(SessionToken.storageID(for: "") == SHA256Hex.digest(""))
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

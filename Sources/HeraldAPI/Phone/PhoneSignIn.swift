@@ -117,7 +117,7 @@ struct PhoneSignIn: Sendable {
     ) async throws -> String {
         let fixedCode = project.phone.testNumbers[phone.e164]
         let now = clock.now
-        let token = SessionToken.generate()
+        let token = SessionToken.generate(at: now)
         let sessionID = SessionToken.storageID(for: token)
         func session(code: String, jobID: UUID?) -> VerificationSession {
             VerificationSession(

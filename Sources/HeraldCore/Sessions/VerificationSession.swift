@@ -88,12 +88,32 @@ public enum SessionPurpose: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The client's side of a session: an unguessable token whose hash names the stored session.
+///
+/// A token starts with its creation time, and so does the stored id. Every send inserts a session;
+/// with ids in time order that row lands at the right edge of the id index, on a page the batch
+/// already holds, instead of on a random one. A random id cost each send an index page read and
+/// written (SQLite's WAL, PostgreSQL's full-page images), and the writes grew with the table. The time is no
+/// secret (the client asked at that moment; the row keeps it anyway); the 32 random bytes after it are
+/// what make the token unguessable.
 public enum SessionToken {
-    /// 32 random bytes, base64url (43 characters).
-    public static func generate() -> String { SecureRandom.base64URL(bytes: 32) }
+    /// Milliseconds since 1970 (6 bytes, big-endian), then 32 random bytes: base64url, 51 characters.
+    /// Six bytes are exactly the first 8 characters, so the time can be read back without the rest.
+    public static func generate(at date: Date) -> String {
+        var bytes = [UInt8](repeating: 0, count: 6)
+        let milliseconds = UInt64(max(0, date.timeIntervalSince1970 * 1000))
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - UInt64(index)))) }
+        return Data(bytes + SecureRandom.bytes(32)).base64URLEncodedString()
+    }
 
-    /// The stored id for a client token.
-    public static func storageID(for token: String) -> String { SHA256Hex.digest(token) }
+    /// The stored id for a client token: its creation time as 12 hex digits, then the first 52 hex
+    /// digits (208 bits) of its SHA-256, 64 in all. Any other text (tokens issued before ids carried the
+    /// time were 43 characters) is stored under its whole SHA-256, which is also 64 hex digits; such a
+    /// token still finds its session, and a made-up one finds none either way.
+    public static func storageID(for token: String) -> String {
+        let digest = SHA256Hex.digest(token)
+        guard token.utf8.count == 51, let time = Data(base64URLEncoded: String(token.prefix(8))), time.count == 6 else { return digest }
+        return SHA256Hex.hex(time) + digest.prefix(52)
+    }
 }
 
 /// The result of one code check, decided from what the store returned after reserving an attempt.
