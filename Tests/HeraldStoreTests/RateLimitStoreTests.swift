@@ -157,22 +157,25 @@ struct RateLimitStoreTests {
     func conversion(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             let now = Date()
-            func session(_ region: String, sms: Bool, verified: Bool) async throws {
+            func session(_ region: String, sms: Bool, verified: Bool, created: TimeInterval = 0, ttl: TimeInterval = 300) async throws {
                 let id = UUID().uuidString
                 try await store.insertSession(
                     VerificationSession(
-                        id: id, projectID: "p", phoneNumber: "+1", region: region, codeHash: Data(), createdAt: now,
-                        expiresAt: now.addingTimeInterval(300), maxAttempts: 5, jobID: sms ? UUID() : nil))
+                        id: id, projectID: "p", phoneNumber: "+1", region: region, codeHash: Data(), createdAt: now.addingTimeInterval(created),
+                        expiresAt: now.addingTimeInterval(created + ttl), maxAttempts: 5, jobID: sms ? UUID() : nil))
                 if verified { _ = try await store.consumeSession(id: id, at: now) }
             }
             try await session("US", sms: true, verified: true)
             try await session("US", sms: true, verified: false)
             try await session("GB", sms: true, verified: false)
             try await session("US", sms: false, verified: true)
+            // Before the window, still open: not counted. In the window and already expired: counted.
+            try await session("GB", sms: true, verified: true, created: -120)
+            try await session("FR", sms: true, verified: false, created: -50, ttl: 30)
             let rows = try await store.conversion(since: now.addingTimeInterval(-60))
-            #expect(rows.map(\.region) == ["GB", "US"])
-            #expect(rows.map(\.sent) == [1, 2])
-            #expect(rows.map(\.verified) == [0, 1])
+            #expect(rows.map(\.region) == ["FR", "GB", "US"])
+            #expect(rows.map(\.sent) == [1, 1, 2])
+            #expect(rows.map(\.verified) == [0, 0, 1])
         }
     }
 
