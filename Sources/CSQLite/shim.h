@@ -7,6 +7,7 @@ static inline sqlite3_destructor_type herald_sqlite_transient(void) { return SQL
 // Extended result codes are macros of macros: give Swift their values.
 static inline int herald_sqlite_constraint_unique(void) { return SQLITE_CONSTRAINT_UNIQUE; }
 static inline int herald_sqlite_constraint_primarykey(void) { return SQLITE_CONSTRAINT_PRIMARYKEY; }
+static inline int herald_sqlite_constraint_notnull(void) { return SQLITE_CONSTRAINT_NOTNULL; }
 
 #include <stdint.h>
 #include <unistd.h>

@@ -34,6 +34,9 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case failed
         /// A write broke the unique index or key named here (`users_email`, `users_phone`, `users_pkey`).
         case unique(String)
+        /// A write put NULL into the NOT NULL column named here (SQLite: the statement was undone, the
+        /// transaction goes on). SQLite's `decideAll` refuses this way on purpose.
+        case notNull(String)
         /// The database could not be reached (PostgreSQL down, pool closed): worth a retry later.
         case unavailable
         /// PostgreSQL broke a deadlock or a serialization conflict by aborting this transaction: run it again.

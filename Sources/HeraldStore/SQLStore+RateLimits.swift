@@ -38,6 +38,14 @@ extension SQLStore {
         if entries.count > 1, entries.count <= maximumKeysPerStatement, Set(entries.map(\.key)).count == entries.count {
             return try decideAll(db, entries, now: now)
         }
+        return try decideOneByOne(db, entries, now: now)
+    }
+
+    /// One statement per key, in key order, up to the first refusal in the caller's order; the keys
+    /// spent before it are refunded.
+    private static func decideOneByOne(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
+        index: Int, decision: GCRA.Decision
+    )? {
         var refusal: (index: Int, decision: GCRA.Decision)?
         var spent: [Int] = []
         for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) where index < refusal?.index ?? entries.count {
@@ -93,8 +101,14 @@ extension SQLStore {
     }
 
     /// Every entry in one upsert, rows in key order (the lock order above). Per row it is the single
-    /// statement: the interval is the inserted TAT less `now`, the tolerance looked up by key. The rows
-    /// it returns are the entries allowed; the first entry (in the caller's order) missing is the answer.
+    /// statement: the interval is the inserted TAT less `now`, the tolerance looked up by key.
+    ///
+    /// PostgreSQL's statement returns the entries allowed; the first entry (in the caller's order)
+    /// missing is the answer. SQLite's returns nothing: its RETURNING collects rows in a temporary
+    /// B-tree, and opening and closing that (a pager of its own) was a third of the statement's cost.
+    /// A refused row sets the TAT to NULL instead, which breaks its NOT NULL constraint, and SQLite
+    /// undoes the whole statement (its statement journal; the transaction goes on). A refusal is then
+    /// decided again one key at a time, the rare path, which finds the same first refusal.
     private static func decideAll(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
         index: Int, decision: GCRA.Decision
     )? {
@@ -103,6 +117,14 @@ extension SQLStore {
         for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) {
             let (key, parameters) = entries[index]
             bindings += [.text(key), .integer(parameters.interval), .integer(parameters.tolerance)]
+        }
+        if db.dialect == .sqlite {
+            do {
+                try db.query(decideAllStatement(.sqlite, keys: entries.count), bindings)
+                return nil
+            } catch let error as StoreError where error.kind == .notNull(Self.refusedColumn) {
+                return try decideOneByOne(db, entries, now: now)
+            }
         }
         let allowed = Set(try db.query(decideAllStatement(db.dialect, keys: entries.count), bindings).compactMap { $0.first?.string })
         guard let refused = entries.indices.first(where: { allowed.contains(entries[$0].key) == false }) else { return nil }
@@ -127,13 +149,24 @@ extension SQLStore {
         let rows = (0..<keys).map { "(?\(2 + 3 * $0), ?1 + ?\(3 + 3 * $0))" }.joined(separator: ", ")
         let tolerances = (0..<keys).map { "WHEN ?\(2 + 3 * $0) THEN ?\(4 + 3 * $0)" }.joined(separator: " ")
         let later = dialect.greatest("rate_limits.tat_us", "?1")
+        let next = "\(later) + (excluded.tat_us - ?1)"
+        let allowed = "\(next) - ?1 <= CASE excluded.key \(tolerances) END"
+        if dialect == .sqlite {
+            return """
+                INSERT INTO rate_limits (key, tat_us) VALUES \(rows)
+                ON CONFLICT (key) DO UPDATE SET tat_us = CASE WHEN \(allowed) THEN \(next) END
+                """
+        }
         return """
             INSERT INTO rate_limits (key, tat_us) VALUES \(rows)
-            ON CONFLICT (key) DO UPDATE SET tat_us = \(later) + (excluded.tat_us - ?1)
-            WHERE \(later) + (excluded.tat_us - ?1) - ?1 <= CASE excluded.key \(tolerances) END
+            ON CONFLICT (key) DO UPDATE SET tat_us = \(next)
+            WHERE \(allowed)
             RETURNING key
             """
     }
+
+    /// The column SQLite's `decideAll` sets to NULL to refuse, as its NOT NULL error names it.
+    static let refusedColumn = "NOT NULL constraint failed: rate_limits.tat_us"
 
     static func refund(_ db: any SQLConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws {
         try db.query(

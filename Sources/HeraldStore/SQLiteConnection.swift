@@ -76,6 +76,7 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
         if extended == herald_sqlite_constraint_unique() || extended == herald_sqlite_constraint_primarykey() {
             return StoreError(.unique(message), "SQLite \(status): \(message)")
         }
+        if extended == herald_sqlite_constraint_notnull() { return StoreError(.notNull(message), "SQLite \(status): \(message)") }
         return StoreError(.failed, "SQLite \(status): \(message)")
     }
 

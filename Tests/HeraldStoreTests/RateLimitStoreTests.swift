@@ -26,6 +26,39 @@ struct RateLimitStoreTests {
         }
     }
 
+    @Test("several keys decided at once answer as the model checking them in order: the first refusal, nothing spent", arguments: StoreKind.allCases)
+    func severalKeysMatchModel(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            var generator = SystemRandomNumberGenerator()
+            let keys = ["3/1m", "10/1s burst 2", "5/10s", "1000/1h burst 50"].map { policy in
+                (key: "number:p:+1|\(policy)", parameters: GCRA.Parameters(RatePolicy.parse(policy)!))
+            }
+            var model: [String: Int64] = [:]
+            var now: Int64 = 1_800_000_000_000_000
+            var refusals = 0
+            for step in 0..<400 {
+                now += Int64.random(in: 0...1_500_000, using: &generator)
+                let entries = Array(keys.shuffled(using: &generator).prefix(Int.random(in: 2...4, using: &generator)))
+                var trial = model
+                var expected: (index: Int, decision: GCRA.Decision)?
+                for (index, entry) in entries.enumerated() {
+                    let decision = GCRA.decide(tat: trial[entry.key], now: now, parameters: entry.parameters)
+                    guard decision.allowed else {
+                        expected = (index, decision)
+                        break
+                    }
+                    trial[entry.key] = decision.tat
+                }
+                if expected == nil { model = trial } else { refusals += 1 }
+                let actual = try await store.rateDecisions(entries, now: now)
+                #expect(actual?.index == expected?.index, "step \(step)")
+                #expect(actual?.decision == expected?.decision, "step \(step)")
+            }
+            // Both paths ran: sends allowed at once and refusals decided again key by key.
+            #expect(refusals > 20 && refusals < 380)
+        }
+    }
+
     @Test("reservations book consecutive slots one spacing apart, also when two processes reserve at once", arguments: StoreKind.allCases)
     func reservations(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { fixture, first in
