@@ -1,0 +1,68 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Synchronization
+import Testing
+
+/// The WAL of a SQLite store that two processes write to without pause (herald-api's sends, a worker's
+/// claims and outcomes).
+@Suite("SQLite WAL under load")
+struct SQLiteCheckpointTests {
+    @Test("two processes writing back to back keep the WAL short: it starts over instead of growing to the autocheckpoint threshold")
+    func walStaysShort() async throws {
+        let fixture = try StoreFixture(.sqlite)
+        let first = try await fixture.openSQL()
+        let second = try await fixture.openSQL()
+        let wal = fixture.location + "-wal"
+        let sessions = 40_000
+        let written = Counter()
+        let deadline = ContinuousClock.now + .seconds(60)
+        var largest: Int64 = 0
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // Eight callers per process keep each one's group commit busy; random ids and numbers put
+            // every session on pages of their own, so each commit writes many frames.
+            for store in [first, second] {
+                for _ in 0..<8 {
+                    group.addTask {
+                        while written.next() < sessions, ContinuousClock.now < deadline {
+                            let now = Date()
+                            try await store.insertSession(
+                                VerificationSession(
+                                    id: UUID().uuidString, projectID: "p", phoneNumber: "+1555\(Int.random(in: 1_000_000...9_999_999))",
+                                    region: "US", codeHash: Data(repeating: 1, count: 32), createdAt: now, expiresAt: now.addingTimeInterval(300),
+                                    maxAttempts: 5, jobID: UUID()))
+                        }
+                    }
+                }
+            }
+            while written.value < sessions, ContinuousClock.now < deadline {
+                largest = max(largest, Self.size(of: wal))
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await group.waitForAll()
+        }
+        #expect(written.value >= sessions)
+        // 32,000 frames: this run peaked near 30 MiB. Before the checkpointer's restarts, the same run grew
+        // the WAL past 500 MiB: no write transaction ever began with every frame copied, so it never began
+        // again from the start.
+        #expect(largest < 128 << 20, "the WAL reached \(largest >> 20) MiB")
+        await fixture.tearDown(first, second)
+    }
+
+    static func size(of path: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+}
+
+/// Sessions claimed so far, shared by the writing tasks.
+private final class Counter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    /// Claims one more; returns how many were claimed before it.
+    func next() -> Int {
+        count.withLock { count in
+            defer { count += 1 }
+            return count
+        }
+    }
+}
