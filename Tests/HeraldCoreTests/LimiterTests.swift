@@ -98,6 +98,11 @@ struct AdmissionRulesTests {
         #expect(IPAddress(" 01.002.3.4 ")?.description == "1.2.3.4")
         #expect(IPAddress("255.255.255.255")?.description == "255.255.255.255")
         #expect(IPAddress("0.0.0.0")?.description == "0.0.0.0")
+        for _ in 0..<2_000 {
+            let parts = (0..<4).map { _ in Int.random(in: 0...255) }
+            let text = parts.map(String.init).joined(separator: ".")
+            #expect(IPAddress(text)?.description == text)
+        }
         let network = try #require(IPNetwork("10.0.0.0/8"))
         #expect(network.contains(IPAddress("10.200.1.2")!))
         #expect(network.contains(IPAddress("11.0.0.1")!) == false)

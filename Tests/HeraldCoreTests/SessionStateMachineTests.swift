@@ -74,6 +74,10 @@ struct SessionStateMachineTests {
         #expect(SessionToken.storageID(for: SessionToken.generate(at: now)) != id)
         // The rest of the id is the token's digest, not something a client could derive without the token.
         #expect(id.dropFirst(12) == SHA256Hex.digest(token).prefix(52))
+        // Issuing makes the id from the time at hand: the same id the token's text gives.
+        let issued = SessionToken.issue(at: now)
+        #expect(SessionToken.storageID(for: issued.token) == issued.storageID)
+        #expect(issued.storageID.prefix(12) == id.prefix(12))
     }
 
     @Test("stored session ids grow with the time the token was issued")

@@ -117,8 +117,7 @@ struct PhoneSignIn: Sendable {
     ) async throws -> String {
         let fixedCode = project.phone.testNumbers[phone.e164]
         let now = clock.now
-        let token = SessionToken.generate(at: now)
-        let sessionID = SessionToken.storageID(for: token)
+        let (token, sessionID) = SessionToken.issue(at: now)
         func session(code: String, jobID: UUID?) -> VerificationSession {
             VerificationSession(
                 id: sessionID, projectID: project.id, phoneNumber: phone.e164, region: phone.region,

@@ -210,8 +210,9 @@ struct IdentityToolkitRoutes: Sendable {
         let client = ClientAddress.resolve(
             peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[.xForwardedFor],
             trustedProxies: trustedProxies)
+        let address = client?.description
         return PhoneSignIn.Origin(
-            clientKey: client?.limitKey, remoteIP: client?.description,
+            clientKey: client?.isIPv4 == true ? address : client?.limitKey, remoteIP: address,
             bundleID: request.headers[.xIosBundleIdentifier],
             locale: request.headers[.xFirebaseLocale] ?? body.string("languageCode"),
             traceparent: request.headers[.traceparent].flatMap(TraceParent.init(header:))?.child() ?? .random())

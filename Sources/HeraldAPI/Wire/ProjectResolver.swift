@@ -6,9 +6,24 @@ import Hummingbird
 struct ProjectResolver: Sendable {
     let configuration: HeraldConfiguration
 
-    /// The API key a request carries, if any.
+    /// The API key a request carries, if any: the first `key` query parameter (even when empty, which
+    /// then answers MISSING_API_KEY), else the header.
     static func apiKey(of request: Request) -> String? {
-        request.uri.queryParameters.get("key").map { String($0) } ?? request.headers[.xGoogAPIKey]
+        request.uri.query.flatMap { queryValue(named: "key", in: $0) } ?? request.headers[.xGoogAPIKey]
+    }
+
+    /// The first value of `name` in a query string, `%XX` decoded (kept as sent when malformed), as
+    /// Hummingbird's `queryParameters` reads it; "" for the bare name. Found by one scan of the text:
+    /// `queryParameters` split and decoded every parameter into a new dictionary on each request.
+    static func queryValue(named name: String, in query: String) -> String? {
+        for parameter in query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false) {
+            let equals = parameter.firstIndex(of: UInt8(ascii: "="))
+            guard parameter[..<(equals ?? parameter.endIndex)].elementsEqual(name.utf8) else { continue }
+            guard let equals else { return "" }
+            let value = Substring(parameter[parameter.index(after: equals)...])
+            return ServerURL.percentDecoded(value) ?? String(value)
+        }
+        return nil
     }
 
     func project(for request: Request) throws(HeraldError) -> HeraldConfiguration.Project {

@@ -99,8 +99,32 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        if isIPv4 { return bytes[12...].map(String.init).joined(separator: ".") }
+        if isIPv4 { return Self.dotted(bytes[12], bytes[13], bytes[14], bytes[15]) }
         return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":")
+    }
+
+    /// Dotted decimal written digit by digit (every send names its client's address twice).
+    static func dotted(_ parts: UInt8...) -> String {
+        String(unsafeUninitializedCapacity: 15) { out in
+            var position = 0
+            for (index, part) in parts.enumerated() {
+                if index > 0 {
+                    out[position] = UInt8(ascii: ".")
+                    position += 1
+                }
+                if part >= 100 {
+                    out[position] = UInt8(ascii: "0") + part / 100
+                    position += 1
+                }
+                if part >= 10 {
+                    out[position] = UInt8(ascii: "0") + part / 10 % 10
+                    position += 1
+                }
+                out[position] = UInt8(ascii: "0") + part % 10
+                position += 1
+            }
+            return position
+        }
     }
 
     /// The key a client is limited under: IPv4 addresses alone, IPv6 by /64 (one subscriber's block).

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A pending phone verification: what `sendVerificationCode` creates and `signInWithPhoneNumber` spends.
@@ -98,11 +99,16 @@ public enum SessionPurpose: Sendable, Equatable, CustomStringConvertible {
 public enum SessionToken {
     /// Milliseconds since 1970 (6 bytes, big-endian), then 32 random bytes: base64url, 51 characters.
     /// Six bytes are exactly the first 8 characters, so the time can be read back without the rest.
-    public static func generate(at date: Date) -> String {
+    public static func generate(at date: Date) -> String { issue(at: date).token }
+
+    /// A new token and its stored id, the id made from the time bytes at hand rather than read back
+    /// out of the token's text (every send issues one).
+    public static func issue(at date: Date) -> (token: String, storageID: String) {
         var bytes = [UInt8](repeating: 0, count: 6)
         let milliseconds = UInt64(max(0, date.timeIntervalSince1970 * 1000))
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - UInt64(index)))) }
-        return Data(bytes + SecureRandom.bytes(32)).base64URLEncodedString()
+        let token = Data(bytes + SecureRandom.bytes(32)).base64URLEncodedString()
+        return (token, storageID(time: bytes, token: token))
     }
 
     /// The stored id for a client token: its creation time as 12 hex digits, then the first 52 hex
@@ -110,9 +116,14 @@ public enum SessionToken {
     /// time were 43 characters) is stored under its whole SHA-256, which is also 64 hex digits; such a
     /// token still finds its session, and a made-up one finds none either way.
     public static func storageID(for token: String) -> String {
-        let digest = SHA256Hex.digest(token)
-        guard token.utf8.count == 51, let time = Data(base64URLEncoded: String(token.prefix(8))), time.count == 6 else { return digest }
-        return SHA256Hex.hex(time) + digest.prefix(52)
+        guard token.utf8.count == 51, let time = Data(base64URLEncoded: String(token.prefix(8))), time.count == 6 else {
+            return SHA256Hex.digest(token)
+        }
+        return storageID(time: Array(time), token: token)
+    }
+
+    private static func storageID(time: [UInt8], token: String) -> String {
+        SHA256Hex.hex(time + SHA256.hash(data: Data(token.utf8)).prefix(26))
     }
 }
 
