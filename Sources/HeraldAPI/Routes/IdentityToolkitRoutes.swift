@@ -208,7 +208,7 @@ struct IdentityToolkitRoutes: Sendable {
 
     func origin(of request: Request, _ context: HeraldRequestContext, body: WireBody) -> PhoneSignIn.Origin {
         let client = ClientAddress.resolve(
-            peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[.xForwardedFor],
+            peerAddress: context.remoteAddress.flatMap(IPAddress.init), forwardedFor: request.headers[.xForwardedFor],
             trustedProxies: trustedProxies)
         let address = client?.description
         return PhoneSignIn.Origin(

@@ -36,6 +36,17 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         self.bytes = bytes
     }
 
+    /// An IPv4 address from its four bytes (a socket's peer), in the IPv4-mapped form.
+    public init(ipv4 a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) {
+        self.bytes = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, a, b, c, d]
+    }
+
+    /// An IPv6 address from its 16 bytes (a socket's peer); nil for any other count.
+    public init?(ipv6 bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        self.bytes = bytes
+    }
+
     /// Four dot-separated decimal parts of one to three ASCII digits, each at most 255. By bytes: every
     /// request parses its peer's address, and splitting into Substrings and asking Character about
     /// digits was a visible share of a send.
@@ -162,7 +173,12 @@ public struct IPNetwork: Sendable, Hashable {
 /// limit by sending its own `X-Forwarded-For` unless it is (or comes through) a trusted proxy.
 public enum ClientAddress {
     public static func resolve(peer: String?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
-        guard let peer = peer.flatMap(IPAddress.init) else { return nil }
+        resolve(peerAddress: peer.flatMap(IPAddress.init), forwardedFor: forwardedFor, trustedProxies: trustedProxies)
+    }
+
+    /// The same for a peer already read from its socket address.
+    public static func resolve(peerAddress: IPAddress?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
+        guard let peer = peerAddress else { return nil }
         guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return peer }
         let hops = forwardedFor.split(separator: ",").map(\.trimmingWhitespace)
         for hop in hops.reversed() {

@@ -64,7 +64,18 @@ public struct LimitCheck: Sendable, Equatable {
 
     public init(kind: LimitKind, scope: String, subject: String, policy: RatePolicy) {
         self.kind = kind
-        self.key = "\(kind.rawValue):\(scope):\(subject)|\(policy)"
+        // `kind:scope:subject|policy`, appended into one buffer sized up front (six per send; string
+        // interpolation grew its buffer and went through the generic interpolation path each time).
+        var key = ""
+        key.reserveCapacity(kind.rawValue.utf8.count + scope.utf8.count + subject.utf8.count + policy.description.utf8.count + 3)
+        key += kind.rawValue
+        key += ":"
+        key += scope
+        key += ":"
+        key += subject
+        key += "|"
+        key += policy.description
+        self.key = key
         self.policy = policy
     }
 
