@@ -165,7 +165,7 @@ extension SQLStore {
             """
     }
 
-    /// The column SQLite's `decideAll` sets to NULL to refuse, as its NOT NULL error names it.
+    /// SQLite's message when `decideAll` refuses: the NOT NULL error naming the column it set to NULL.
     static let refusedColumn = "NOT NULL constraint failed: rate_limits.tat_us"
 
     static func refund(_ db: any SQLConnection, key: String, parameters: GCRA.Parameters, now: Int64) throws {

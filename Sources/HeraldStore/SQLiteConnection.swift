@@ -251,7 +251,7 @@ final class SQLiteBackend: SQLBackend {
     /// It waits at most `restartWait` for them (writers wait meanwhile), then tries again on a later turn.
     /// Measured with two store handles writing sessions back to back (SQLiteCheckpointTests): the WAL
     /// passed 500 MiB before, 22–43 MiB with the restarts. herald-api's CPU per send under
-    /// the bench's load: pair 0.968 [0.942–0.998].
+    /// the bench's load: pair 0.970 [0.949–1.004].
     static let restartFrames: Int64 = 1_000
     static let restartWait = Duration.milliseconds(25)
     private let checkpointing = CheckpointFlag()
