@@ -248,11 +248,11 @@ final class SQLiteBackend: SQLBackend {
     /// checkpoint of its own until one began in time. So once the WAL holds `restartFrames`, the
     /// checkpointer follows its PASSIVE copy with a RESTART: it holds off writers only to copy the few
     /// frames written since and to wait for readers to leave the WAL, and the next write starts it over.
-    /// It waits at most `restartWait` for them (writers wait meanwhile), then tries again on a later turn.
+    /// It waits at most `restartWait` for them (writers wait meanwhile), then leaves the WAL alone for a
+    /// while (`WALRestartPolicy`).
     /// Measured with two store handles writing sessions back to back (SQLiteCheckpointTests): the WAL
     /// passed 500 MiB before, 22–43 MiB with the restarts. herald-api's CPU per send under
     /// the bench's load: pair 0.970 [0.949–1.004].
-    static let restartFrames: Int64 = 1_000
     static let restartWait = Duration.milliseconds(25)
     private let checkpointing = CheckpointFlag()
 
@@ -265,11 +265,14 @@ final class SQLiteBackend: SQLBackend {
         checkpointer.waitWhenBusy(upTo: Self.restartWait)
         let flag = checkpointing
         let thread = Thread {
+            var restarts = WALRestartPolicy()
             while flag.running {
                 usleep(100_000)
-                // (busy, frames in the WAL, frames copied)
+                // Each checkpoint answers (busy, frames in the WAL, frames copied).
                 let frames = (try? checkpointer.query("PRAGMA wal_checkpoint(PASSIVE)"))?.first?[1].int ?? 0
-                if frames >= Self.restartFrames { _ = try? checkpointer.query("PRAGMA wal_checkpoint(RESTART)") }
+                guard restarts.shouldRestart(framesInWAL: frames) else { continue }
+                let busy = (try? checkpointer.query("PRAGMA wal_checkpoint(RESTART)"))?.first?[0].int ?? 1
+                restarts.restartEnded(completed: busy == 0)
             }
         }
         thread.name = "herald.sqlite.checkpoint"
@@ -344,6 +347,31 @@ final class SQLiteBackend: SQLBackend {
 }
 
 /// Tells the checkpoint thread to finish (after its current sleep).
+/// When the checkpointer asks SQLite to start the WAL over (`SQLiteBackend`). A RESTART holds writers
+/// off while it waits for readers to leave the WAL; a long read (an operator's listing, a store copy)
+/// would make every turn wait its full `restartWait` while it lasts, so after a RESTART that readers
+/// held up the policy skips `backoffTurns` turns (writers then lose at most 25 ms a second to it).
+struct WALRestartPolicy {
+    /// Frames in the WAL (4 KiB each) from which a restart is worth asking for.
+    var threshold: Int64 = 1_000
+    var backoffTurns = 10
+    private(set) var skipping = 0
+
+    /// Called every turn with the WAL's frame count after the PASSIVE copy.
+    mutating func shouldRestart(framesInWAL frames: Int64) -> Bool {
+        if skipping > 0 {
+            skipping -= 1
+            return false
+        }
+        return frames >= threshold
+    }
+
+    /// `completed` is false when readers still used the WAL at the end of the wait (or it failed).
+    mutating func restartEnded(completed: Bool) {
+        if completed == false { skipping = backoffTurns }
+    }
+}
+
 private final class CheckpointFlag: Sendable {
     private let flag = Atomic<Bool>(true)
     var running: Bool { flag.load(ordering: .acquiring) }

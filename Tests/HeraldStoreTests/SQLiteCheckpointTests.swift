@@ -1,8 +1,9 @@
 import Foundation
 import HeraldCore
-import HeraldStore
 import Synchronization
 import Testing
+
+@testable import HeraldStore
 
 /// The WAL of a SQLite store that two processes write to without pause (herald-api's sends, a worker's
 /// claims and outcomes).
@@ -47,6 +48,24 @@ struct SQLiteCheckpointTests {
         // again from the start.
         #expect(largest < 128 << 20, "the WAL reached \(largest >> 20) MiB")
         await fixture.tearDown(first, second)
+    }
+
+    @Test("the checkpointer asks for a restart from the threshold on, and after one that readers held up waits ten turns")
+    func restartPolicy() {
+        var policy = WALRestartPolicy()
+        var asked: [Bool] = []
+        asked.append(policy.shouldRestart(framesInWAL: 999))
+        asked.append(policy.shouldRestart(framesInWAL: 1_000))
+        policy.restartEnded(completed: true)
+        asked.append(policy.shouldRestart(framesInWAL: 5_000))
+        #expect(asked == [false, true, true])
+        policy.restartEnded(completed: false)
+        // A long reader: ten turns without asking, however long the WAL grows meanwhile.
+        let held = (0..<11).map { _ in policy.shouldRestart(framesInWAL: 50_000) }
+        #expect(held == Array(repeating: false, count: 10) + [true])
+        policy.restartEnded(completed: true)
+        let short = policy.shouldRestart(framesInWAL: 10)
+        #expect(short == false)
     }
 
     static func size(of path: String) -> Int64 {
