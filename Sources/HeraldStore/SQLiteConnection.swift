@@ -27,7 +27,7 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
             throw StoreError(.failed, "SQLite \(status): \(message) (\(path))")
         }
         self.db = handle
-        herald_sqlite_set_busy_handler(db, Int32(busyTimeout.components.seconds * 1000))
+        waitWhenBusy(upTo: busyTimeout)
         try switchToWAL(waitingUpTo: busyTimeout)
         try execute("PRAGMA synchronous = NORMAL")
         try execute("PRAGMA foreign_keys = ON")

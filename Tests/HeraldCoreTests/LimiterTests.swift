@@ -146,15 +146,20 @@ struct AdmissionRulesTests {
     func forwardedFor() {
         let proxies = [IPNetwork("10.0.0.0/8")!, IPNetwork("127.0.0.1")!]
         // A client talking to us directly cannot pick its key.
-        #expect(ClientAddress.resolve(peer: "198.51.100.9", forwardedFor: "203.0.113.1", trustedProxies: proxies)?.description == "198.51.100.9")
-        #expect(ClientAddress.resolve(peer: "198.51.100.9", forwardedFor: nil, trustedProxies: [])?.description == "198.51.100.9")
+        #expect(
+            ClientAddress.resolve(peer: IPAddress("198.51.100.9"), forwardedFor: "203.0.113.1", trustedProxies: proxies)?.description
+                == "198.51.100.9")
+        #expect(ClientAddress.resolve(peer: IPAddress("198.51.100.9"), forwardedFor: nil, trustedProxies: [])?.description == "198.51.100.9")
         // Behind our proxy: the address the proxy saw, even if the client forged earlier hops.
-        #expect(ClientAddress.resolve(peer: "10.0.0.5", forwardedFor: "1.1.1.1, 203.0.113.1", trustedProxies: proxies)?.description == "203.0.113.1")
+        #expect(
+            ClientAddress.resolve(peer: IPAddress("10.0.0.5"), forwardedFor: "1.1.1.1, 203.0.113.1", trustedProxies: proxies)?.description
+                == "203.0.113.1")
         // Two proxies of ours in a row.
         #expect(
-            ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "203.0.113.1, 10.0.0.7", trustedProxies: proxies)?.description == "203.0.113.1")
+            ClientAddress.resolve(peer: IPAddress("127.0.0.1"), forwardedFor: "203.0.113.1, 10.0.0.7", trustedProxies: proxies)?.description
+                == "203.0.113.1")
         // A proxy without the header counts as the client.
-        #expect(ClientAddress.resolve(peer: "10.0.0.5", forwardedFor: nil, trustedProxies: proxies)?.description == "10.0.0.5")
+        #expect(ClientAddress.resolve(peer: IPAddress("10.0.0.5"), forwardedFor: nil, trustedProxies: proxies)?.description == "10.0.0.5")
     }
 
     @Test("region policy: allow-list only those, deny-list all but those")

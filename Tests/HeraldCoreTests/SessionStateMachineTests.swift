@@ -62,16 +62,16 @@ struct SessionStateMachineTests {
     @Test("session tokens are unguessable and stored only as a hash")
     func tokens() {
         let now = Date(timeIntervalSince1970: 1_790_000_000.123)
-        let token = SessionToken.generate(at: now)
+        let token = SessionToken.issue(at: now).token
         #expect(token.count == 51)
-        #expect(SessionToken.generate(at: now) != token)
+        #expect(SessionToken.issue(at: now).token != token)
         let id = SessionToken.storageID(for: token)
         #expect(id.count == 64)
         #expect(id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
         #expect(id != token)
         #expect(SessionToken.storageID(for: token) == id)
         // The random part differs even within one millisecond, and so does the stored id.
-        #expect(SessionToken.storageID(for: SessionToken.generate(at: now)) != id)
+        #expect(SessionToken.storageID(for: SessionToken.issue(at: now).token) != id)
         // The rest of the id is the token's digest, not something a client could derive without the token.
         #expect(id.dropFirst(12) == SHA256Hex.digest(token).prefix(52))
         // Issuing makes the id from the time at hand: the same id the token's text gives.
@@ -85,7 +85,7 @@ struct SessionStateMachineTests {
         let start = Date(timeIntervalSince1970: 1_790_000_000)
         let ids = (0..<200).map { step in
             // Two milliseconds apart (a Date's seconds are binary fractions), an hour further every 50.
-            SessionToken.storageID(for: SessionToken.generate(at: start.addingTimeInterval(Double(step) * 0.002 + Double(step / 50) * 3_600)))
+            SessionToken.storageID(for: SessionToken.issue(at: start.addingTimeInterval(Double(step) * 0.002 + Double(step / 50) * 3_600)).token)
         }
         #expect(zip(ids, ids.dropFirst()).allSatisfy { $0 < $1 })
         #expect(ids[0].prefix(12) == String(1_790_000_000_000, radix: 16).leftPadded(to: 12))

@@ -43,7 +43,7 @@ struct SQLiteCheckpointTests {
             try await group.waitForAll()
         }
         #expect(written.value >= sessions)
-        // 32,000 frames: this run peaked near 30 MiB. Before the checkpointer's restarts, the same run grew
+        // 32,000 frames: this run peaked at 22–43 MiB. Before the checkpointer's restarts, the same run grew
         // the WAL past 500 MiB: no write transaction ever began with every frame copied, so it never began
         // again from the start.
         #expect(largest < 128 << 20, "the WAL reached \(largest >> 20) MiB")

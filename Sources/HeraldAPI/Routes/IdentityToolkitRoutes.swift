@@ -208,11 +208,10 @@ struct IdentityToolkitRoutes: Sendable {
 
     func origin(of request: Request, _ context: HeraldRequestContext, body: WireBody) -> PhoneSignIn.Origin {
         let client = ClientAddress.resolve(
-            peerAddress: context.remoteAddress.flatMap(IPAddress.init), forwardedFor: request.headers[.xForwardedFor],
+            peer: context.remoteAddress.flatMap(IPAddress.init), forwardedFor: request.headers[.xForwardedFor],
             trustedProxies: trustedProxies)
-        let address = client?.description
         return PhoneSignIn.Origin(
-            clientKey: client?.isIPv4 == true ? address : client?.limitKey, remoteIP: address,
+            clientKey: client?.limitKey, remoteIP: client?.description,
             bundleID: request.headers[.xIosBundleIdentifier],
             locale: request.headers[.xFirebaseLocale] ?? body.string("languageCode"),
             traceparent: request.headers[.traceparent].flatMap(TraceParent.init(header:))?.child() ?? .random())

@@ -110,12 +110,12 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        if isIPv4 { return Self.dotted(bytes[12], bytes[13], bytes[14], bytes[15]) }
+        if isIPv4 { return Self.dotted(bytes[12...]) }
         return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":")
     }
 
     /// Dotted decimal written digit by digit (every send names its client's address twice).
-    static func dotted(_ parts: UInt8...) -> String {
+    static func dotted(_ parts: ArraySlice<UInt8>) -> String {
         String(unsafeUninitializedCapacity: 15) { out in
             var position = 0
             for (index, part) in parts.enumerated() {
@@ -172,13 +172,8 @@ public struct IPNetwork: Sendable, Hashable {
 /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy. A client cannot dodge its
 /// limit by sending its own `X-Forwarded-For` unless it is (or comes through) a trusted proxy.
 public enum ClientAddress {
-    public static func resolve(peer: String?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
-        resolve(peerAddress: peer.flatMap(IPAddress.init), forwardedFor: forwardedFor, trustedProxies: trustedProxies)
-    }
-
-    /// The same for a peer already read from its socket address.
-    public static func resolve(peerAddress: IPAddress?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
-        guard let peer = peerAddress else { return nil }
+    public static func resolve(peer: IPAddress?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
+        guard let peer else { return nil }
         guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return peer }
         let hops = forwardedFor.split(separator: ",").map(\.trimmingWhitespace)
         for hop in hops.reversed() {

@@ -97,12 +97,10 @@ public enum SessionPurpose: Sendable, Equatable, CustomStringConvertible {
 /// secret (the client asked at that moment; the row keeps it anyway); the 32 random bytes after it are
 /// what make the token unguessable.
 public enum SessionToken {
-    /// Milliseconds since 1970 (6 bytes, big-endian), then 32 random bytes: base64url, 51 characters.
-    /// Six bytes are exactly the first 8 characters, so the time can be read back without the rest.
-    public static func generate(at date: Date) -> String { issue(at: date).token }
-
-    /// A new token and its stored id, the id made from the time bytes at hand rather than read back
-    /// out of the token's text (every send issues one).
+    /// A new token and its stored id. The token is milliseconds since 1970 (6 bytes, big-endian), then
+    /// 32 random bytes: base64url, 51 characters; six bytes are exactly the first 8 characters, so the
+    /// time can be read back without the rest. The id is made from the time bytes at hand rather than
+    /// read back out of the token's text (every send issues one).
     public static func issue(at date: Date) -> (token: String, storageID: String) {
         var bytes = [UInt8](repeating: 0, count: 6)
         let milliseconds = UInt64(max(0, date.timeIntervalSince1970 * 1000))
