@@ -50,6 +50,8 @@ let package = Package(
         .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // herald-api's allocator: see Sources/herald-api/Allocator.swift.
+        .systemLibrary(name: "CJemalloc", pkgConfig: "jemalloc", providers: [.apt(["libjemalloc-dev"])]),
 
         // Adapters: the only code that touches each C library.
         .target(
@@ -148,7 +150,7 @@ let package = Package(
         .executableTarget(
             name: "herald-api",
             dependencies: [
-                "HeraldAPI", "HeraldCore", "HeraldRuntime",
+                "CJemalloc", "HeraldAPI", "HeraldCore", "HeraldRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -14,7 +14,7 @@ struct HeraldAPICommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let (configuration, logger) = try options.boot("herald-api")
+        let (configuration, logger) = try options.boot("herald-api") { _ in ["allocator": .string(Allocator.description)] }
         var dependencies = try await APIDependencies.live(
             configuration: configuration, sealingKey: try KeyMaterial.sealingKey(configuration),
             signingKeyPEM: try KeyMaterial.idTokenSigningKey(configuration, generate: TokenIssuer.generatePrivateKeyPEM),

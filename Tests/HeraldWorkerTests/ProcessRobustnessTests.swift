@@ -98,6 +98,22 @@ struct ProcessRobustnessTests {
         }
     }
 
+    @Test("herald-api runs on jemalloc: its start-up line names it once malloc resolves to jemalloc's, and the library is mapped")
+    func allocator() async throws {
+        try await StackHarness.run { stack in
+            try await stack.startAPI()
+            _ = try await stack.sendCode()
+            let api = try #require(stack.api)
+            let starting = try #require(api.output.split(separator: "\n").first { $0.contains("starting") })
+            // The line reports jemalloc only when the process's malloc resolves to jemalloc's.
+            #expect(starting.contains(#""allocator":"jemalloc 5."#), "\(starting)")
+            // Read to the end: /proc files report a size of 0, and maps is longer than one page.
+            let file = try #require(FileHandle(forReadingAtPath: "/proc/\(api.pid)/maps"))
+            let maps = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self).split(separator: "\n")
+            #expect(maps.contains { $0.hasSuffix("libjemalloc.so.2") })
+        }
+    }
+
     @Test("--version prints the version and the git revision on every executable")
     func version() async throws {
         let directory = NSTemporaryDirectory() + "herald-version-\(UUID().uuidString.prefix(6))"
