@@ -35,8 +35,12 @@ extension SQLStore {
     static func decide(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
         index: Int, decision: GCRA.Decision
     )? {
-        if entries.count > 1, entries.count <= maximumKeysPerStatement, Set(entries.map(\.key)).count == entries.count {
-            return try decideAll(db, entries, now: now)
+        // Key order is the lock order; neighbours in it are equal exactly when a key is listed twice.
+        let order = entries.indices.sorted { entries[$0].key < entries[$1].key }
+        if entries.count > 1, entries.count <= maximumKeysPerStatement,
+            zip(order, order.dropFirst()).allSatisfy({ entries[$0].key != entries[$1].key })
+        {
+            return try decideAll(db, entries, order: order, now: now)
         }
         return try decideOneByOne(db, entries, now: now)
     }
@@ -109,12 +113,12 @@ extension SQLStore {
     /// A refused row sets the TAT to NULL instead, which breaks its NOT NULL constraint, and SQLite
     /// undoes the whole statement (its statement journal; the transaction goes on). A refusal is then
     /// decided again one key at a time, the rare path, which finds the same first refusal.
-    private static func decideAll(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
-        index: Int, decision: GCRA.Decision
-    )? {
+    private static func decideAll(
+        _ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], order: [Int], now: Int64
+    ) throws -> (index: Int, decision: GCRA.Decision)? {
         var bindings: [SQLValue] = [.integer(now)]
         bindings.reserveCapacity(1 + 3 * entries.count)
-        for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) {
+        for index in order {
             let (key, parameters) = entries[index]
             bindings += [.text(key), .integer(parameters.interval), .integer(parameters.tolerance)]
         }

@@ -11,7 +11,7 @@ import Synchronization
 final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     let dialect = SQLDialect.sqlite
     private let db: OpaquePointer
-    private var statements: [String: OpaquePointer] = [:]
+    private var statements: [StatementText: OpaquePointer] = [:]
 
     /// Process-wide settings (`herald_sqlite_configure`), applied once before the first connection.
     private static let configured: Void = { _ = herald_sqlite_configure() }()
@@ -149,11 +149,11 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     var changes: Int { Int(sqlite3_changes(db)) }
 
     private func prepared(_ sql: String) throws -> OpaquePointer {
-        if let cached = statements[sql] { return cached }
+        if let cached = statements[StatementText(sql)] { return cached }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard status == SQLITE_OK, let statement else { throw error(status) }
-        statements[sql] = statement
+        statements[StatementText(sql)] = statement
         return statement
     }
 
@@ -390,4 +390,21 @@ private func createOwnerOnlyFile(_ path: String) throws {
     guard descriptor >= 0 else { throw StoreError(.failed, "cannot create \(path): \(String(cString: strerror(errno)))") }
     fchmod(descriptor, 0o600)
     close(descriptor)
+}
+
+/// A statement cache key that hashes the text's length and its last 64 bytes rather than all of it:
+/// a send looks up nine statements, the limits' upsert alone about 700 bytes, and SipHash over every
+/// byte on every call showed in profiles. Equality still compares the whole text.
+struct StatementText: Hashable {
+    let sql: String
+
+    init(_ sql: String) { self.sql = sql }
+
+    func hash(into hasher: inout Hasher) {
+        var sql = sql
+        sql.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(64))))
+        }
+    }
 }

@@ -37,7 +37,7 @@ public struct Sealer: Sendable {
         // AES-GCM with a fresh random 96-bit nonce cannot fail for a 256-bit key. The nonce comes from
         // SecureRandom's pool: swift-crypto's own nonce is a getrandom(2) call per seal, two per send.
         let nonce = try! AES.GCM.Nonce(data: SecureRandom.bytes(12))
-        let box = try! AES.GCM.seal(Data(secret.utf8), using: key, nonce: nonce, authenticating: Data(context.utf8))
+        let box = try! AES.GCM.seal(Array(secret.utf8), using: key, nonce: nonce, authenticating: Array(context.utf8))
         return box.combined!.base64EncodedString()
     }
 

@@ -121,7 +121,7 @@ public enum SessionToken {
     }
 
     private static func storageID(time: [UInt8], token: String) -> String {
-        SHA256Hex.hex(time + SHA256.hash(data: Data(token.utf8)).prefix(26))
+        SHA256Hex.hex(time + SHA256.hash(data: Array(token.utf8)).prefix(26))
     }
 }
 
