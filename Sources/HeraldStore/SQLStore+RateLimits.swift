@@ -42,17 +42,17 @@ extension SQLStore {
         {
             return try decideAll(db, entries, order: order, now: now)
         }
-        return try decideOneByOne(db, entries, now: now)
+        return try decideOneByOne(db, entries, order: order, now: now)
     }
 
-    /// One statement per key, in key order, up to the first refusal in the caller's order; the keys
-    /// spent before it are refunded.
-    private static func decideOneByOne(_ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], now: Int64) throws -> (
-        index: Int, decision: GCRA.Decision
-    )? {
+    /// One statement per key, in key order (`order`, the indices of `entries` sorted by key), up to the
+    /// first refusal in the caller's order; the keys spent before it are refunded.
+    private static func decideOneByOne(
+        _ db: any SQLConnection, _ entries: [(key: String, parameters: GCRA.Parameters)], order: [Int], now: Int64
+    ) throws -> (index: Int, decision: GCRA.Decision)? {
         var refusal: (index: Int, decision: GCRA.Decision)?
         var spent: [Int] = []
-        for index in entries.indices.sorted(by: { entries[$0].key < entries[$1].key }) where index < refusal?.index ?? entries.count {
+        for index in order where index < refusal?.index ?? entries.count {
             let decision = try decide(db, key: entries[index].key, parameters: entries[index].parameters, now: now)
             if decision.allowed { spent.append(index) } else { refusal = (index, decision) }
         }
@@ -127,7 +127,7 @@ extension SQLStore {
                 try db.query(decideAllStatement(.sqlite, keys: entries.count), bindings)
                 return nil
             } catch let error as StoreError where error.kind == .notNull(Self.refusedColumn) {
-                return try decideOneByOne(db, entries, now: now)
+                return try decideOneByOne(db, entries, order: order, now: now)
             }
         }
         let allowed = Set(try db.query(decideAllStatement(db.dialect, keys: entries.count), bindings).compactMap { $0.first?.string })

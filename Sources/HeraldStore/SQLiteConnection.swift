@@ -346,7 +346,6 @@ final class SQLiteBackend: SQLBackend {
     }
 }
 
-/// Tells the checkpoint thread to finish (after its current sleep).
 /// When the checkpointer asks SQLite to start the WAL over (`SQLiteBackend`). A RESTART holds writers
 /// off while it waits for readers to leave the WAL; a long read (an operator's listing, a store copy)
 /// would make every turn wait its full `restartWait` while it lasts, so after a RESTART that readers
@@ -372,6 +371,7 @@ struct WALRestartPolicy {
     }
 }
 
+/// Tells the checkpoint thread to finish (after its current sleep).
 private final class CheckpointFlag: Sendable {
     private let flag = Atomic<Bool>(true)
     var running: Bool { flag.load(ordering: .acquiring) }

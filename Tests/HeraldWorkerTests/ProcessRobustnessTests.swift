@@ -102,7 +102,6 @@ struct ProcessRobustnessTests {
     func allocator() async throws {
         try await StackHarness.run { stack in
             try await stack.startAPI()
-            _ = try await stack.sendCode()
             let api = try #require(stack.api)
             let starting = try #require(api.output.split(separator: "\n").first { $0.contains("starting") })
             // The line reports jemalloc only when the process's malloc resolves to jemalloc's.
