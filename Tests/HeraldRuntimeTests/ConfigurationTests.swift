@@ -414,6 +414,7 @@ struct ConfigurationTests {
     @Test("generated secrets are created once and then reused")
     func keyMaterial() throws {
         let directory = NSTemporaryDirectory() + "herald-keys-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let configuration = try ConfigurationLoader.parse(yaml: Self.minimal, environment: ["HERALD_STATE_DIR": directory])
         let first = try KeyMaterial.sealingKey(configuration)
         let second = try KeyMaterial.sealingKey(configuration)

@@ -20,12 +20,22 @@ struct PostgresTLSTests {
             "PG_PORT=\(port) PG_TLS_CERT=\(shellQuoted(server.certificate)) PG_TLS_KEY=\(shellQuoted(server.key)) HERALD_STATE_DIR=\(shellQuoted(directory))"
         let script = environment + " " + shellQuoted(TestConfiguration.repositoryRoot.path + "/scripts/postgres.sh")
         _ = try await shell(script + " start")
-        defer {
-            Task {
-                _ = try? await shell(script + " stop")
-                try? FileManager.default.removeItem(atPath: directory)
-            }
+        // Stopped and removed before the test returns (a Task left in a defer could outlive the process
+        // and left the server's data directory behind).
+        func cleanUp() async {
+            _ = try? await shell(script + " stop")
+            try? FileManager.default.removeItem(atPath: directory)
         }
+        do {
+            try await checkModes(directory: directory, tls: tls)
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
+
+    private func checkModes(directory: String, tls: TestTLS) async throws {
         let base = try String(contentsOfFile: directory + "/postgres/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
             .replacingOccurrences(of: "@127.0.0.1:", with: "@localhost:")
 

@@ -16,7 +16,9 @@ struct StoreConformanceTests {
 
     @Test("the SQLite store's directory is created 0700 and its files (database, -wal, -shm) 0600")
     func filePermissions() async throws {
-        let nested = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)/state"
+        let directory = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let nested = directory + "/state"
         let store = try await onOwnThread { try SQLStore(sqlitePath: nested + "/herald.sqlite") }
         try await store.insertSession(session())
         func mode(_ path: String) throws -> Int {
