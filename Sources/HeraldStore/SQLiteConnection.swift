@@ -100,10 +100,18 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     @discardableResult
     func query(_ sql: String, _ bindings: [SQLValue]) throws -> [[SQLValue]] {
         let statement = try prepared(sql)
+        // Every text is copied into one buffer that lives until the bindings are cleared, and bound from
+        // there without a copy (SQLITE_STATIC): bound as SQLITE_TRANSIENT, SQLite made a copy of its own
+        // with a malloc per value, about thirty per send.
+        var textBytes = 0
+        for case .text(let text) in bindings { textBytes += text.utf8.count }
+        let texts = UnsafeMutableRawPointer.allocate(byteCount: max(textBytes, 1), alignment: 1)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
+            texts.deallocate()
         }
+        var textOffset = 0
         for (index, value) in bindings.enumerated() {
             let position = Int32(index + 1)
             let status: Int32
@@ -111,7 +119,15 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
             case .null: status = sqlite3_bind_null(statement, position)
             case .integer(let number): status = sqlite3_bind_int64(statement, position, number)
             case .real(let number): status = sqlite3_bind_double(statement, position, number)
-            case .text(let text): status = sqlite3_bind_text(statement, position, text, -1, herald_sqlite_transient())
+            case .text(var text):
+                let start = texts.advanced(by: textOffset)
+                let count = text.withUTF8 { utf8 in
+                    if let base = utf8.baseAddress { start.copyMemory(from: base, byteCount: utf8.count) }
+                    return utf8.count
+                }
+                textOffset += count
+                // A non-nil pointer even for an empty text: a nil one would bind NULL.
+                status = sqlite3_bind_text(statement, position, start.assumingMemoryBound(to: CChar.self), Int32(count), nil)
             case .blob(let data):
                 status = data.withUnsafeBytes { raw in
                     sqlite3_bind_blob(statement, position, raw.baseAddress, Int32(raw.count), herald_sqlite_transient())

@@ -169,6 +169,24 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("texts read back byte for byte: empty, short, non-ASCII and longer than a page", arguments: StoreKind.allCases)
+    func textsRoundTrip(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date(timeIntervalSince1970: 1_800_000_000.123)
+            let names = ["", "A", "Zoë Ångström 😀 王小明", String(repeating: "long name ✓ ", count: 600)]
+            for (index, name) in names.enumerated() {
+                let user = UserAccount(
+                    localID: "t\(index)".padding(toLength: 28, withPad: "0", startingAt: 0), projectID: "p", phoneNumber: nil,
+                    email: "user\(index)@example.com", emailVerified: false, passwordHash: name, displayName: name, emailLinkSignin: false,
+                    createdAt: now, lastLoginAt: now, validSince: now, disabled: false)
+                try await store.insertUser(user)
+                let read = try #require(try await store.user(projectID: "p", email: user.email!))
+                #expect(read == user)
+                #expect(read.displayName?.utf8.count == name.utf8.count)
+            }
+        }
+    }
+
     @Test("two accounts of a project never share an email or a phone number; a user reads back as written", arguments: StoreKind.allCases)
     func accountConflicts(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
