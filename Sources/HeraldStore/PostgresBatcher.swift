@@ -87,28 +87,33 @@ final class PostgresBatcher: Sendable {
                 switch operation {
                 case .claim(let jobID, let project, let type, let destination, let owner, let description, let now, let reclaim):
                     let event = SQLStore.claimEvent(owner: owner, now: now)
+                    // Fields in key order, here and below: the writer then writes them without sorting.
                     return .fields([
-                        ("op", .string("claim")), ("jobId", .string(jobID.lowercasedText)), ("project", .string(project)),
-                        ("type", .string(type.rawValue)), ("to", .string(destination)), ("owner", .string(owner)),
-                        ("nowMs", .integer(now.millisecondsSince1970)), ("reclaim", .string(reclaim ? "true" : "false")),
-                        ("template", description.template.map { .string($0) }), ("locale", description.locale.map { .string($0) }),
-                        ("provider", description.provider.map { .string($0) }), ("producer", description.producer.map { .string($0) }),
-                        ("eventHead", .string(event.head)), ("eventTail", .string(event.tail)),
+                        ("eventHead", .string(event.head)), ("eventTail", .string(event.tail)), ("jobId", .string(jobID.lowercasedText)),
+                        ("locale", description.locale.map { .string($0) }), ("nowMs", .integer(now.millisecondsSince1970)),
+                        ("op", .string("claim")), ("owner", .string(owner)), ("producer", description.producer.map { .string($0) }),
+                        ("project", .string(project)), ("provider", description.provider.map { .string($0) }),
+                        ("reclaim", .string(reclaim ? "true" : "false")), ("template", description.template.map { .string($0) }),
+                        ("to", .string(destination)), ("type", .string(type.rawValue)),
                     ])
                 case .record(let jobID, let status, let reason, let segments, let providerMessageID, let event, let now):
                     return .fields([
-                        ("op", .string("record")), ("jobId", .string(jobID.lowercasedText)), ("status", .string(status.rawValue)),
-                        ("reason", reason.map { .string($0) }), ("segments", segments.map { .integer(Int64($0.segments)) }),
-                        ("encoding", segments.map { .string($0.encoding.rawValue) }), ("nowMs", .integer(now.millisecondsSince1970)),
-                        ("providerMessageId", providerMessageID.map { .string($0) }), ("event", .string(event)),
+                        ("encoding", segments.map { .string($0.encoding.rawValue) }), ("event", .string(event)),
+                        ("jobId", .string(jobID.lowercasedText)), ("nowMs", .integer(now.millisecondsSince1970)), ("op", .string("record")),
+                        ("providerMessageId", providerMessageID.map { .string($0) }), ("reason", reason.map { .string($0) }),
+                        ("segments", segments.map { .integer(Int64($0.segments)) }), ("status", .string(status.rawValue)),
                     ])
                 case .admit(let send):
                     let session = send.session
                     let pumping = send.pumping
                     return .fields([
-                        ("op", .string("admit")), ("project", .string(session.projectID)), ("prefix", .string(send.prefix)),
-                        ("firstFactorOnly", send.refuseSecondFactorHolders ? .string("true") : nil),
-                        ("nowUs", .integer(send.now.microsecondsSince1970)),
+                        ("blockUs", pumping.map { .integer($0.blockFor.microseconds) }), ("clientKey", session.clientKey.map { .string($0) }),
+                        ("codeHash", .string(SHA256Hex.hex(session.codeHash))), ("codeSealed", session.codeSealed.map { .string($0) }),
+                        ("createdMs", .integer(session.createdAt.millisecondsSince1970)),
+                        ("credentialHash", session.credentialHash.map { .string($0) }),
+                        ("expiresMs", .integer(session.expiresAt.millisecondsSince1970)),
+                        ("firstFactorOnly", send.refuseSecondFactorHolders ? .string("true") : nil), ("id", .string(session.id)),
+                        ("infoSealed", session.sessionInfoSealed.map { .string($0) }), ("jobId", session.jobID.map { .string($0.lowercasedText) }),
                         (
                             "limits",
                             .array(
@@ -116,17 +121,13 @@ final class PostgresBatcher: Sendable {
                                     .array([.string($0.key), .integer($0.parameters.interval), .integer($0.parameters.tolerance)])
                                 })
                         ),
-                        ("windowUs", pumping.map { .integer($0.window.microseconds) }), ("multiple", pumping.map { .real($0.multiple) }),
-                        ("minSends", pumping.map { .integer(Int64($0.minimumSends)) }),
-                        ("blockUs", pumping.map { .integer($0.blockFor.microseconds) }),
-                        ("smoothing", pumping.map { .real($0.smoothing) }), ("windowText", pumping.map { .string(DurationText.format($0.window)) }),
-                        ("id", .string(session.id)), ("phone", .string(session.phoneNumber)), ("codeHash", .string(SHA256Hex.hex(session.codeHash))),
-                        ("createdMs", .integer(session.createdAt.millisecondsSince1970)),
-                        ("expiresMs", .integer(session.expiresAt.millisecondsSince1970)),
-                        ("maxAttempts", .integer(Int64(session.maxAttempts))), ("jobId", session.jobID.map { .string($0.lowercasedText) }),
-                        ("region", .string(session.region)), ("infoSealed", session.sessionInfoSealed.map { .string($0) }),
-                        ("clientKey", session.clientKey.map { .string($0) }), ("credentialHash", session.credentialHash.map { .string($0) }),
-                        ("purpose", .string(session.purpose.description)), ("codeSealed", session.codeSealed.map { .string($0) }),
+                        ("maxAttempts", .integer(Int64(session.maxAttempts))), ("minSends", pumping.map { .integer(Int64($0.minimumSends)) }),
+                        ("multiple", pumping.map { .real($0.multiple) }), ("nowUs", .integer(send.now.microsecondsSince1970)),
+                        ("op", .string("admit")), ("phone", .string(session.phoneNumber)), ("prefix", .string(send.prefix)),
+                        ("project", .string(session.projectID)), ("purpose", .string(session.purpose.description)),
+                        ("region", .string(session.region)), ("smoothing", pumping.map { .real($0.smoothing) }),
+                        ("windowText", pumping.map { .string(DurationText.format($0.window)) }),
+                        ("windowUs", pumping.map { .integer($0.window.microseconds) }),
                     ])
                 }
             })

@@ -26,6 +26,20 @@ struct JSONWriterTests {
         )
     }
 
+    @Test("fields in key order are written as given, out of order they are sorted first: the same bytes either way")
+    func orderedAndShuffled() {
+        var random = Xorshift(state: 0x0D_DE_12)
+        let keys = ["a", "aB", "ab", "b", "blockUs", "codeHash", "codeSealed", "id", "idempotencyKey", "z"]
+        let fields: [(key: String, value: JSONWriter.Value?)] = keys.map { ($0, .string("v-" + $0)) }
+        let ordered = written { $0.object(fields) }
+        #expect(ordered.hasPrefix(#"{"a":"v-a","aB":"v-aB","ab":"v-ab","b":"#))
+        for _ in 0..<50 {
+            var shuffled = fields
+            shuffled.shuffle(using: &random)
+            #expect(written { $0.object(shuffled) } == ordered)
+        }
+    }
+
     @Test("random texts and numbers read back as written")
     func roundTrip() throws {
         var random = Xorshift(state: 0x15_0_0_0_5EED)

@@ -11,11 +11,21 @@ public struct JSONWriter {
         bytes.reserveCapacity(capacity)
     }
 
-    /// One object: `fields` in key order, nil values left out.
+    /// One object: `fields` in key order, nil values left out. Fields given in key order are written
+    /// as they are (the hot callers list them so): sorting a batch's every object, copied, was a fifth
+    /// of the writer's time.
     public mutating func object(_ fields: [(key: String, value: Value?)]) {
+        if fields.indices.dropFirst().allSatisfy({ fields[$0 - 1].key < fields[$0].key }) {
+            writeObject(fields)
+        } else {
+            writeObject(fields.sorted(by: { $0.key < $1.key }))
+        }
+    }
+
+    private mutating func writeObject(_ fields: [(key: String, value: Value?)]) {
         bytes.append(UInt8(ascii: "{"))
         var first = true
-        for field in fields.sorted(by: { $0.key < $1.key }) {
+        for field in fields {
             guard let value = field.value else { continue }
             if first == false { bytes.append(UInt8(ascii: ",")) }
             first = false
@@ -84,9 +94,14 @@ public struct JSONWriter {
 
     mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
-        // Most texts need no escape: copied whole.
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-            bytes.append(contentsOf: text.utf8)
+        // Most texts need no escape: checked and copied whole from their UTF-8 storage.
+        var text = text
+        let copied = text.withUTF8 { utf8 -> Bool in
+            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if copied {
             bytes.append(UInt8(ascii: "\""))
             return
         }
