@@ -21,8 +21,12 @@ public enum OneTimeCode {
     }
 
     /// What is hashed: the session, a zero byte, the code.
-    private static func message(_ code: String, session: String) -> Data {
-        var message = Data(session.utf8)
+    private static func message(_ code: String, session: String) -> [UInt8] {
+        // Bytes appended into one array sized up front: `Data(session.utf8)` went through the generic
+        // sequence path (a dynamic cast) on every send and every check.
+        var message: [UInt8] = []
+        message.reserveCapacity(session.utf8.count + 1 + code.utf8.count)
+        message.append(contentsOf: session.utf8)
         message.append(0)
         message.append(contentsOf: code.utf8)
         return message

@@ -83,13 +83,20 @@ public struct LimitCheck: Sendable, Equatable {
     public static func forSend(
         project: String, phone: PhoneNumber, clientKey: String?, limits: HeraldConfiguration.Limits
     ) -> [LimitCheck] {
+        // Appended into one array sized up front (no array per kind): this runs on every send.
         var checks: [LimitCheck] = []
-        if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
-        checks += limits.perNumber.map { LimitCheck(kind: .number, scope: project, subject: phone.e164, policy: $0) }
-        checks += limits.perProject.map { LimitCheck(kind: .project, scope: project, subject: project, policy: $0) }
-        checks += limits.perCountry.map { LimitCheck(kind: .country, scope: project, subject: phone.region, policy: $0) }
-        checks += limits.perPrefix.map {
-            LimitCheck(kind: .prefix, scope: project, subject: phone.prefix(digits: limits.prefixDigits), policy: $0)
+        checks.reserveCapacity(
+            (clientKey == nil ? 0 : limits.perIP.count) + limits.perNumber.count + limits.perProject.count + limits.perCountry.count
+                + limits.perPrefix.count)
+        if let clientKey {
+            for policy in limits.perIP { checks.append(LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: policy)) }
+        }
+        for policy in limits.perNumber { checks.append(LimitCheck(kind: .number, scope: project, subject: phone.e164, policy: policy)) }
+        for policy in limits.perProject { checks.append(LimitCheck(kind: .project, scope: project, subject: project, policy: policy)) }
+        for policy in limits.perCountry { checks.append(LimitCheck(kind: .country, scope: project, subject: phone.region, policy: policy)) }
+        if limits.perPrefix.isEmpty == false {
+            let prefix = phone.prefix(digits: limits.prefixDigits)
+            for policy in limits.perPrefix { checks.append(LimitCheck(kind: .prefix, scope: project, subject: prefix, policy: policy)) }
         }
         return checks
     }
