@@ -295,6 +295,25 @@ struct AppVerificationTests {
         }
     }
 
+    @Test("a session keeps its sealed sessionInfo only where something can hand it back: not for a send without an app credential, yes in dev mode")
+    func sessionInfoKeptOnlyWhenUsable() async throws {
+        for devMode in [false, true] {
+            let harness = try RouterHarness { $0.devMode = devMode }
+            try await harness.run { client in
+                let answer = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+15555550100"])
+                let info = try #require(answer.string("sessionInfo"))
+                let sessions = try await harness.store.openSessions(projectID: TestConfiguration.projectID, now: harness.clock.now)
+                let session = try #require(sessions.first)
+                if devMode {
+                    let sealed = try #require(session.sessionInfoSealed)
+                    #expect(try Sealer(key: harness.keys.sealing).open(sealed, context: "session:" + session.id) == info)
+                } else {
+                    #expect(session.sessionInfoSealed == nil)
+                }
+            }
+        }
+    }
+
     @Test("reentrancy follows the app credential across client addresses; another pair from another address gets its own session")
     func reentrantPerCredential() async throws {
         let harness = try APIHarness {

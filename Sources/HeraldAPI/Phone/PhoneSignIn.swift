@@ -118,12 +118,17 @@ struct PhoneSignIn: Sendable {
         let fixedCode = project.phone.testNumbers[phone.e164]
         let now = clock.now
         let (token, sessionID) = SessionToken.issue(at: now)
+        // The sessionInfo is kept (sealed) only where something can hand it back: a reentrant send, which
+        // needs the same app credential (`ReentrantSend`), or the dev emulator's code listing. A send
+        // without a credential skips the seal, one of a send's two AES-GCM seals.
+        let keepsSessionInfo = credentialHash != nil || devMode
         func session(code: String, jobID: UUID?) -> VerificationSession {
             VerificationSession(
                 id: sessionID, projectID: project.id, phoneNumber: phone.e164, region: phone.region,
                 codeHash: OneTimeCode.hash(code, session: sessionID, hasher: keys.codeHasher), createdAt: now,
                 expiresAt: now.adding(project.phone.codeTTL), maxAttempts: project.phone.maxCheckAttempts, jobID: jobID,
-                sessionInfoSealed: sealer.seal(token, context: Self.sealingContext(sessionID)), clientKey: origin.clientKey,
+                sessionInfoSealed: keepsSessionInfo ? sealer.seal(token, context: Self.sealingContext(sessionID)) : nil,
+                clientKey: origin.clientKey,
                 credentialHash: credentialHash, purpose: purpose,
                 codeSealed: devMode ? sealer.seal(code, context: "code:" + sessionID) : nil)
         }
