@@ -358,9 +358,9 @@ final class SQLiteBackend: SQLBackend {
         let started = ContinuousClock.now
         do {
             // A lone call that throws needs no second run: rolling the batch back undoes only its writes.
-            if try run(batch, isolated: false) == false, batch.count > 1 {
+            if try runBatch(batch, isolated: false) == false, batch.count > 1 {
                 batchReruns.increment()
-                _ = try run(batch, isolated: true)
+                _ = try runBatch(batch, isolated: true)
             }
         } catch {
             batchError = error
@@ -373,7 +373,7 @@ final class SQLiteBackend: SQLBackend {
     /// Runs `batch` in one transaction and commits it; false when a bare call threw, in which case the
     /// transaction was rolled back. Isolated calls that throw are undone by their savepoints and the
     /// rest commits.
-    private func run(_ batch: [Call], isolated: Bool) throws -> Bool {
+    private func runBatch(_ batch: [Call], isolated: Bool) throws -> Bool {
         do {
             try connection.execute("BEGIN IMMEDIATE")
             for call in batch {
