@@ -60,10 +60,14 @@ struct SessionStateMachineTests {
     }
 
     @Test("session tokens are unguessable and stored only as a hash")
-    func tokens() {
+    func tokens() throws {
         let now = Date(timeIntervalSince1970: 1_790_000_000.123)
         let token = SessionToken.issue(at: now).token
         #expect(token.count == 51)
+        // 6 bytes of milliseconds, big-endian, then 32 random ones.
+        let raw = try #require(Data(base64URLEncoded: token))
+        #expect(raw.count == 38)
+        #expect(raw.prefix(6).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } == 1_790_000_000_123)
         #expect(SessionToken.issue(at: now).token != token)
         let id = SessionToken.storageID(for: token)
         #expect(id.count == 64)

@@ -102,28 +102,7 @@ extension Data {
     /// bytes: base64 then three `replacingOccurrences` passes through NSString cost a send about 2 % of
     /// its CPU.
     public func base64URLEncodedString() -> String {
-        let alphabet = Base64URL.alphabet
-        var out: [UInt8] = []
-        out.reserveCapacity((count * 4 + 2) / 3)
-        withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-            var index = 0
-            while index + 3 <= bytes.count {
-                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-                out.append(alphabet[Int(chunk >> 18)])
-                out.append(alphabet[Int(chunk >> 12 & 0x3F)])
-                out.append(alphabet[Int(chunk >> 6 & 0x3F)])
-                out.append(alphabet[Int(chunk & 0x3F)])
-                index += 3
-            }
-            let rest = bytes.count - index
-            if rest > 0 {
-                let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-                out.append(alphabet[Int(chunk >> 18)])
-                out.append(alphabet[Int(chunk >> 12 & 0x3F)])
-                if rest == 2 { out.append(alphabet[Int(chunk >> 6 & 0x3F)]) }
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        withUnsafeBytes { Base64URL.string($0) }
     }
 
     /// Decodes base64url with or without padding; nil when the text is not base64url (a character
@@ -153,6 +132,39 @@ extension Data {
 /// The base64url alphabet and its inverse; standard base64's `+` and `/` are accepted when decoding,
 /// as `Data(base64Encoded:)` after translation accepted them before.
 enum Base64URL {
+    /// Unpadded base64url of `bytes`, written straight into the string.
+    static func string(_ bytes: UnsafeRawBufferPointer) -> String {
+        let full = bytes.count / 3
+        let rest = bytes.count - full * 3
+        let length = full * 4 + (rest == 0 ? 0 : rest + 1)
+        return alphabet.withUnsafeBufferPointer { alphabet in
+            String(unsafeUninitializedCapacity: length) { out in
+                var position = 0
+                var index = 0
+                while index + 3 <= bytes.count {
+                    let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                    out[position] = alphabet[Int(chunk >> 18)]
+                    out[position + 1] = alphabet[Int(chunk >> 12 & 0x3F)]
+                    out[position + 2] = alphabet[Int(chunk >> 6 & 0x3F)]
+                    out[position + 3] = alphabet[Int(chunk & 0x3F)]
+                    position += 4
+                    index += 3
+                }
+                if rest > 0 {
+                    let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                    out[position] = alphabet[Int(chunk >> 18)]
+                    out[position + 1] = alphabet[Int(chunk >> 12 & 0x3F)]
+                    position += 2
+                    if rest == 2 {
+                        out[position] = alphabet[Int(chunk >> 6 & 0x3F)]
+                        position += 1
+                    }
+                }
+                return position
+            }
+        }
+    }
+
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     static let values: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
