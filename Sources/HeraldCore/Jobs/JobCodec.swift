@@ -84,46 +84,30 @@ public enum JobCodec {
 
     /// The body, keys sorted (the same bytes for the same job).
     public static func encode(_ job: Job) -> Data {
-        var writer = JSONWriter()
-        writer.object(fields(job))
-        return Data(writer.bytes)
-    }
-
-    private static func fields(_ job: Job) -> [(key: String, value: JSONWriter.Value?)] {
-        switch job.payload {
-        case .sms(let message): return textFields(job, to: message.to, template: message.template.rawValue, params: message.params)
-        case .email(let message): return textFields(job, to: message.to, template: message.template.rawValue, params: message.params)
-        case .push(let message):
-            return commonFields(job) + [
-                ("deviceToken", .string(message.deviceToken)), ("environment", .string(message.environment.rawValue)),
-                ("topic", .string(message.topic)), ("payload", .strings(message.payload)),
-            ]
-        case .apple(let message):
-            return commonFields(job) + [
-                ("action", .string(message.action.rawValue)), ("user", .string(message.user)), ("clientId", .string(message.clientId)),
-                ("redirectUri", message.redirectUri.map { .string($0) }), ("params", .strings(message.params)),
-            ]
-        }
-    }
-
-    /// An SMS or email job's fields (one per send), in key order: the writer then need not sort them.
-    private static func textFields(
-        _ job: Job, to: String, template: String, params: [String: String]
-    ) -> [(key: String, value: JSONWriter.Value?)] {
-        [
-            ("createdAt", .string(Timestamp.format(job.createdAt))), ("expiresAt", .string(Timestamp.format(job.expiresAt))),
-            ("id", .string(job.id.lowercasedText)), ("idempotencyKey", .string(job.idempotencyKey)), ("locale", job.locale.map { .string($0) }),
-            ("params", .strings(params)), ("project", .string(job.project)), ("template", .string(template)), ("to", .string(to)),
-            ("type", .string(job.type.rawValue)),
-        ]
-    }
-
-    private static func commonFields(_ job: Job) -> [(key: String, value: JSONWriter.Value?)] {
-        [
+        var fields: [(key: String, value: JSONWriter.Value?)] = [
             ("id", .string(job.id.lowercasedText)), ("project", .string(job.project)), ("type", .string(job.type.rawValue)),
             ("createdAt", .string(Timestamp.format(job.createdAt))), ("expiresAt", .string(Timestamp.format(job.expiresAt))),
             ("locale", job.locale.map { .string($0) }), ("idempotencyKey", .string(job.idempotencyKey)),
         ]
+        switch job.payload {
+        case .sms(let message):
+            fields += [("to", .string(message.to)), ("template", .string(message.template.rawValue)), ("params", .strings(message.params))]
+        case .email(let message):
+            fields += [("to", .string(message.to)), ("template", .string(message.template.rawValue)), ("params", .strings(message.params))]
+        case .push(let message):
+            fields += [
+                ("deviceToken", .string(message.deviceToken)), ("environment", .string(message.environment.rawValue)),
+                ("topic", .string(message.topic)), ("payload", .strings(message.payload)),
+            ]
+        case .apple(let message):
+            fields += [
+                ("action", .string(message.action.rawValue)), ("user", .string(message.user)), ("clientId", .string(message.clientId)),
+                ("redirectUri", message.redirectUri.map { .string($0) }), ("params", .strings(message.params)),
+            ]
+        }
+        var writer = JSONWriter()
+        writer.object(fields)
+        return Data(writer.bytes)
     }
 
     public static func decode(_ data: Data) throws(DecodingError) -> Job {
