@@ -17,6 +17,43 @@ struct CodeAndSealingTests {
         }
     }
 
+    @Test("A UUID read from text: Foundation's UUID for the 8-4-4-4-12 form in any case, nil for anything else")
+    func uuidParsing() {
+        var texts: [String] = []
+        for _ in 0..<200 {
+            let text = UUID().uuidString
+            // Upper, lower and mixed case; then one byte replaced by a space, '+', '-', 'g' or NUL.
+            texts += [
+                text, text.lowercased(), String(text.enumerated().map { $0.offset % 3 == 0 ? Character($0.element.lowercased()) : $0.element }),
+            ]
+            var bytes = Array(text.utf8)
+            bytes[Int.random(in: 0..<bytes.count)] = [UInt8(ascii: "g"), UInt8(ascii: " "), UInt8(ascii: "-"), UInt8(ascii: "+"), 0].randomElement()!
+            texts.append(String(decoding: bytes, as: UTF8.self))
+        }
+        let id = "0192f3a4-5b6c-7d8e-9f00-112233445566"
+        texts += [
+            "", id.uppercased(), String(id.dropLast()), id + "0", " " + id.dropLast(), String(id.dropLast()) + " ", "{\(id.dropFirst().dropLast())}",
+            "0192f3a45b6c7d8e9f00112233445566", "0192f3a45-b6c-7d8e-9f00-112233445566", "0192f3a4-5b6c-7d8e-9f00-11223344556é",
+            "+192f3a4-5b6c-7d8e-9f00-112233445566", "0x92f3a4-5b6c-7d8e-9f00-112233445566", "0192f3a4-5b6c-7d8e-9f00-1122334455\u{0}6",
+        ]
+        let hex = Set("0123456789abcdefABCDEF".utf8)
+        for text in texts {
+            let bytes = Array(text.utf8)
+            let canonical =
+                bytes.count == 36
+                && bytes.indices.allSatisfy { [8, 13, 18, 23].contains($0) ? bytes[$0] == UInt8(ascii: "-") : hex.contains(bytes[$0]) }
+            if canonical {
+                #expect(UUID(parsing: text) != nil && UUID(parsing: text) == UUID(uuidString: text), "\(text)")
+            } else {
+                // Foundation on Linux reads each byte with sscanf's %2hhx, which also takes a space, '+' or
+                // '-' where a digit belongs ("6 20654F-…"); a job's id is refused for those.
+                #expect(UUID(parsing: text) == nil, "\(text)")
+            }
+        }
+        #expect(UUID(parsing: id)?.lowercasedText == id)
+        #expect(texts.filter { UUID(parsing: $0) == nil }.count >= 150, "the refusals are exercised too")
+    }
+
     @Test("SHA-256 hex and job signatures match known answers (RFC 4231 case 2 for the HMAC)")
     func knownAnswers() throws {
         #expect(SHA256Hex.digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")

@@ -59,11 +59,11 @@ struct JobDecodingTests {
         }
     }
 
-    @Test("bytes that are not UTF-8 are refused by both")
-    func invalidUTF8() {
+    @Test("bytes that are not UTF-8 are refused by both, in a text without escapes and in one with", arguments: ["", #"\n"#])
+    func invalidUTF8(_ escape: String) {
         var body = Data(#"{\#(Self.head),"type":"sms","to":""#.utf8)
         body.append(contentsOf: [0xC3, 0x28])
-        body.append(contentsOf: Data(#"","template":"verification"}"#.utf8))
+        body.append(contentsOf: Data(#"\#(escape)","template":"verification"}"#.utf8))
         #expect(JSONObjectReader.read(Array(body)) == nil)
         #expect(Self.outcome(body, fastPath: true) == Self.outcome(body, fastPath: false))
     }

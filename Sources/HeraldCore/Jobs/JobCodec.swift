@@ -130,7 +130,7 @@ public enum JobCodec {
             guard let value, value.isEmpty == false else { throw DecodingError(field: field, problem: "missing") }
             return value
         }
-        guard let id = UUID(uuidString: try required(wire.id, "id")) else {
+        guard let id = UUID(parsing: try required(wire.id, "id")) else {
             throw DecodingError(field: "id", problem: "not a UUID")
         }
         let project = try required(wire.project, "project")
