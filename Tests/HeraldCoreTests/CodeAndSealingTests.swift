@@ -194,6 +194,13 @@ struct CodeAndSealingTests {
         #expect(throws: Sealer.OpenError.invalid) { try sealer.open(tampered.base64EncodedString(), jobID: job, destination: "+15555550100") }
         // Fresh nonce each time.
         #expect(sealer.seal("654321", jobID: job, destination: "+15555550100") != sealed)
+        // Sealed elsewhere with the same key and context: non-ASCII text opens as sealed; bytes that
+        // are not UTF-8 do not open as text.
+        let context = "job:x:to:y"
+        let text = try AES.GCM.seal(Array("é 654321".utf8), using: keys.sealing, authenticating: Array(context.utf8))
+        #expect(try sealer.open(text.combined!.base64EncodedString(), context: context) == "é 654321")
+        let bytes = try AES.GCM.seal([0xC3, 0x28], using: keys.sealing, authenticating: Array(context.utf8))
+        #expect(throws: Sealer.OpenError.invalid) { try sealer.open(bytes.combined!.base64EncodedString(), context: context) }
     }
 }
 

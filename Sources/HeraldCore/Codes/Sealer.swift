@@ -43,11 +43,13 @@ public struct Sealer: Sendable {
 
     /// The secret sealed for `context`.
     public func open(_ sealed: String, context: String) throws(OpenError) -> String {
+        // As in `seal`: the context as a byte array (`Data` from a `String.UTF8View` casts dynamically on
+        // every call), and the text validated where it lies.
         do {
             guard let data = Data(base64Encoded: sealed) else { throw OpenError.invalid }
             let box = try AES.GCM.SealedBox(combined: data)
-            let plain = try AES.GCM.open(box, using: key, authenticating: Data(context.utf8))
-            guard let text = String(data: plain, encoding: .utf8) else { throw OpenError.invalid }
+            let plain = try AES.GCM.open(box, using: key, authenticating: Array(context.utf8))
+            guard let text = String(validating: plain, as: UTF8.self) else { throw OpenError.invalid }
             return text
         } catch {
             throw .invalid
