@@ -25,7 +25,7 @@ public enum DeadLetters {
             }
             var headers = message.headers.filter { Job.carriedHeaders.contains($0.key) }
             headers["x-herald-attempt"] = .int(0)
-            if let jobID = message.messageID.flatMap(UUID.init(uuidString:)) { try await resetLedger(jobID) }
+            if let jobID = message.messageID.flatMap(UUID.init(parsing:)) { try await resetLedger(jobID) }
             try await connection.publish(
                 AMQPOutgoingMessage(
                     exchange: topology.exchange, routingKey: type.rawValue, body: message.body, messageID: message.messageID, type: message.type,

@@ -387,6 +387,6 @@ extension SQLStore {
         return OobRecord(
             codeHash: hash, projectID: project, requestType: type, email: email, createdAt: Date(milliseconds: created),
             expiresAt: Date(milliseconds: expires), consumedAt: row[6].int.map(Date.init(milliseconds:)),
-            jobID: row[7].string.flatMap(UUID.init(uuidString:)), linkSealed: row[8].string)
+            jobID: row[7].string.flatMap(UUID.init(parsing:)), linkSealed: row[8].string)
     }
 }

@@ -156,7 +156,7 @@ extension SQLStore {
     }
 
     static func message(_ row: [SQLValue]) -> MessageRecord? {
-        guard row.count == 17, let id = row[0].string.flatMap(UUID.init(uuidString:)), let project = row[1].string,
+        guard row.count == 17, let id = row[0].string.flatMap(UUID.init(parsing:)), let project = row[1].string,
             let type = row[2].string.flatMap(JobType.init(rawValue:)), let destination = row[3].string,
             let status = row[6].string.flatMap(DeliveryStatus.init(rawValue:)), let created = row[14].int, let updated = row[15].int
         else { return nil }

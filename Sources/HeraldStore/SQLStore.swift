@@ -142,7 +142,7 @@ public final class SQLStore: HeraldStoreProtocol {
         return VerificationSession(
             id: id, projectID: project, phoneNumber: phone, codeHash: hash, createdAt: .init(milliseconds: created),
             expiresAt: .init(milliseconds: expires), attempts: Int(attempts), maxAttempts: Int(maxAttempts),
-            consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(uuidString:)),
+            consumedAt: row[8].int.map(Date.init(milliseconds:)), jobID: row[9].string.flatMap(UUID.init(parsing:)),
             sessionInfoSealed: row[11].string, clientKey: row[12].string, credentialHash: row[13].string,
             purpose: row[14].string.flatMap(SessionPurpose.init(stored:)) ?? .signIn, codeSealed: row[15].string
         )

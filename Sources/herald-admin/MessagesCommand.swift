@@ -21,7 +21,7 @@ extension HeraldAdminCommand.Messages {
         @Flag(help: "Print the message object the admin API answers.") var json = false
 
         func run() async throws {
-            guard let jobID = UUID(uuidString: id) else { throw ValidationError("not a job id: \(id)") }
+            guard let jobID = UUID(parsing: id) else { throw ValidationError("not a job id: \(id)") }
             let (_, store) = try await adminStore(options)
             let found = try await store.message(id: jobID)
             await store.close()
@@ -109,7 +109,7 @@ extension HeraldAdminCommand.Messages {
         }
 
         func run() async throws {
-            guard let jobID = UUID(uuidString: id) else { throw ValidationError("not a job id: \(id)") }
+            guard let jobID = UUID(parsing: id) else { throw ValidationError("not a job id: \(id)") }
             let (configuration, store) = try await adminStore(options)
             defer { Task { await store.close() } }
             guard let message = try await store.message(id: jobID) else {

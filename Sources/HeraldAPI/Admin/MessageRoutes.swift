@@ -16,7 +16,7 @@ struct MessageRoutes: Sendable {
     func register(on router: Router<HeraldRequestContext>) {
         router.get("/admin/v1/messages/:id") { request, context -> Response in
             guard isAdmin(request) else { return Self.challenge() }
-            guard let text = context.parameters.get("id"), let id = UUID(uuidString: text), let message = try await ledger.message(id: id) else {
+            guard let text = context.parameters.get("id"), let id = UUID(parsing: text), let message = try await ledger.message(id: id) else {
                 throw HeraldError(.notFound)
             }
             return Self.json(MessageView.json(message))

@@ -53,7 +53,7 @@ struct StatusPage: Sendable {
         }
         router.get("/admin/messages/:id") { request, context -> Response in
             guard let caller = caller(of: request) else { return Self.redirect("/admin/") }
-            guard let text = context.parameters.get("id"), let id = UUID(uuidString: text), let message = try await store.message(id: id) else {
+            guard let text = context.parameters.get("id"), let id = UUID(parsing: text), let message = try await store.message(id: id) else {
                 return Self.html(
                     Self.page("Message not found", "<p>No such message in the ledger.</p>", caller: caller, session: session), status: .notFound)
             }

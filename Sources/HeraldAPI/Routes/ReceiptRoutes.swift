@@ -55,7 +55,7 @@ struct ReceiptRoutes: Sendable {
 
         init(_ body: Data) throws(HeraldError) {
             guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { throw HeraldError(.invalidJSON) }
-            guard let text = object["reference"] as? String, let reference = UUID(uuidString: text) else {
+            guard let text = object["reference"] as? String, let reference = UUID(parsing: text) else {
                 throw HeraldError(.invalidArgument, "reference must be the job id Herald sent as the message's reference")
             }
             switch object["status"] as? String {

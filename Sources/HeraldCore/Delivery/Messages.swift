@@ -201,7 +201,7 @@ public struct MessageCursor: Sendable, Equatable {
         var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard token.count <= 128, let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8),
-            let colon = text.firstIndex(of: ":"), let ms = Int64(text[..<colon]), UUID(uuidString: String(text[text.index(after: colon)...])) != nil
+            let colon = text.firstIndex(of: ":"), let ms = Int64(text[..<colon]), UUID(parsing: String(text[text.index(after: colon)...])) != nil
         else { return nil }
         self.init(createdMs: ms, id: String(text[text.index(after: colon)...]))
     }

@@ -9,7 +9,7 @@ extension UUID {
             String(unsafeUninitializedCapacity: 36) { out in
                 var position = 0
                 for (index, byte) in bytes.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                    if UUID.dashPrecedes(index) {
                         out[position] = UInt8(ascii: "-")
                         position += 1
                     }
@@ -20,10 +20,11 @@ extension UUID {
         }
     }
 
-    /// The `8-4-4-4-12` form of hex digits in either case, read by bytes. Foundation's `UUID(uuidString:)`
-    /// on Linux reads each byte through `sscanf` (about 0.7 % of herald-sms-worker's CPU per job, which
-    /// reads every job's id back), and so also takes a space, '+' or '-' where a digit belongs; this
-    /// refuses those, and gives Foundation's UUID for everything else (tests compare the two).
+    /// The `8-4-4-4-12` form of hex digits in either case, read by bytes; what Herald reads every id
+    /// with. Foundation's `UUID(uuidString:)` on Linux reads each byte through `sscanf` (about 0.7 % of
+    /// herald-sms-worker's CPU per job, which reads every job's id back), and so also takes a space, '+'
+    /// or '-' where a digit belongs; this refuses those, and gives Foundation's UUID for everything else
+    /// (tests compare the two).
     public init?(parsing text: String) {
         var text = text
         let parsed: uuid_t? = text.withUTF8 { bytes in
@@ -32,7 +33,7 @@ extension UUID {
             let complete = withUnsafeMutableBytes(of: &value) { out -> Bool in
                 var position = 0
                 for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                    if UUID.dashPrecedes(index) {
                         guard bytes[position] == UInt8(ascii: "-") else { return false }
                         position += 1
                     }
@@ -48,6 +49,11 @@ extension UUID {
         }
         guard let parsed else { return nil }
         self.init(uuid: parsed)
+    }
+
+    /// True for the bytes (4, 6, 8, 10) that a dash comes before in the text form.
+    private static func dashPrecedes(_ byteIndex: Int) -> Bool {
+        byteIndex == 4 || byteIndex == 6 || byteIndex == 8 || byteIndex == 10
     }
 }
 
