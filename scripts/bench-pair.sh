@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `make bench-pair BASE=<commit>`: this tree's herald-api and herald-sms-worker against another
+# commit's, loaded at the same time so both share the hour's neighbours (see the README's Performance
+# section). The other commit is built once, in release mode, in a git worktree under
+# .herald/baseline/<commit> (about 15 minutes from scratch; later runs reuse it), then the pair
+# suites run: herald-api's CPU per send on SQLite and on PostgreSQL, and herald-sms-worker's CPU per
+# job. Each prints the ratio per paired run and the median with its range. Nothing is asserted.
+#
+#   BASE      the commit to compare with (required)
+#   RUNS      paired runs per suite (default 5)
+#   SUITES    which of api, api-postgres, worker (default all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BASE=${BASE:-${1:-}}
+[ -n "$BASE" ] || { echo "usage: make bench-pair BASE=<commit> [RUNS=5] [SUITES='api api-postgres worker']" >&2; exit 2; }
+COMMIT=$(git rev-parse --verify "$BASE^{commit}") || { echo "bench-pair: $BASE is not a commit here" >&2; exit 2; }
+RUNS=${RUNS:-5}
+SUITES=${SUITES:-api api-postgres worker}
+SHORT=${COMMIT:0:12}
+TREE=$PWD/.herald/baseline/$SHORT
+SRC=$TREE/src
+BIN=$TREE/bin
+
+scripts/setup.sh --bench
+scripts/broker.sh start
+scripts/postgres.sh start
+export HERALDTEST_POSTGRES_URL="$(scripts/postgres.sh url)"
+export HERALDTEST_PYTHON="$PWD/.herald/venv/bin/python"
+
+if [ ! -x "$BIN/herald-api" ] || [ ! -x "$BIN/herald-sms-worker" ]; then
+  echo "bench-pair: building $SHORT in $SRC (release; about 15 minutes from scratch)"
+  if [ ! -d "$SRC" ]; then
+    mkdir -p "$TREE"
+    git worktree add --detach "$SRC" "$COMMIT" > /dev/null
+  fi
+  (cd "$SRC" && swift build -c release --product herald-api && swift build -c release --product herald-sms-worker)
+  mkdir -p "$BIN"
+  cp "$SRC/.build/release/herald-api" "$SRC/.build/release/herald-sms-worker" "$BIN/"
+  # The executables are all a pair needs; the checkout and its build directory (gigabytes) go.
+  git worktree remove --force "$SRC"
+fi
+
+swift build -c release
+THIS="$(swift build -c release --show-bin-path)"
+export HERALDTEST_BIN_DIR="$THIS"
+echo "bench-pair: this tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', with changes')) against $SHORT, $RUNS paired runs each"
+for suite in $SUITES; do
+  case "$suite" in
+    api) "$THIS/herald-bench" --suite pair --baseline-bin "$BIN" --runs "$RUNS" ;;
+    api-postgres) "$THIS/herald-bench" --suite pair --baseline-bin "$BIN" --runs "$RUNS" --profile-store postgres ;;
+    worker) "$THIS/herald-bench" --suite worker-pair --baseline-bin "$BIN" --backlog 15000 --runs "$RUNS" ;;
+    *) echo "bench-pair: unknown suite $suite (api, api-postgres, worker)" >&2; exit 2 ;;
+  esac
+done
