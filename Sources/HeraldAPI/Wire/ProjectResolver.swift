@@ -16,14 +16,21 @@ struct ProjectResolver: Sendable {
     /// Hummingbird's `queryParameters` reads it; "" for the bare name. Found by one scan of the text:
     /// `queryParameters` split and decoded every parameter into a new dictionary on each request.
     static func queryValue(named name: String, in query: String) -> String? {
-        for parameter in query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false) {
+        let bytes = query.utf8
+        var start = bytes.startIndex
+        while true {
+            // One parameter at a time, without an array of them.
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            let parameter = bytes[start..<end]
             let equals = parameter.firstIndex(of: UInt8(ascii: "="))
-            guard parameter[..<(equals ?? parameter.endIndex)].elementsEqual(name.utf8) else { continue }
-            guard let equals else { return "" }
-            let value = Substring(parameter[parameter.index(after: equals)...])
-            return ServerURL.percentDecoded(value) ?? String(value)
+            if parameter[..<(equals ?? parameter.endIndex)].elementsEqual(name.utf8) {
+                guard let equals else { return "" }
+                let value = Substring(parameter[parameter.index(after: equals)...])
+                return ServerURL.percentDecoded(value) ?? String(value)
+            }
+            guard end < bytes.endIndex else { return nil }
+            start = bytes.index(after: end)
         }
-        return nil
     }
 
     func project(for request: Request) throws(HeraldError) -> HeraldConfiguration.Project {

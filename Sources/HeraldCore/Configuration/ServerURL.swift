@@ -100,7 +100,7 @@ public struct ServerURL: Sendable {
 
     /// `%XX` escapes decoded; nil for a malformed escape or bytes that are not UTF-8.
     public static func percentDecoded(_ text: Substring) -> String? {
-        guard text.contains("%") else { return String(text) }
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()

@@ -46,27 +46,27 @@ public struct PhoneNumber: Sendable, Hashable, CustomStringConvertible {
             }
         }
         // The `+` comes first, spaces aside (the loop above let only spaces and separators through).
-        guard sawPlus, firstVisible == "+", ascii.isEmpty == false else { throw .invalidFormat }
-        let digits = String(decoding: ascii, as: UTF8.self)
-        guard digits.first != "0" else { throw .invalidFormat }
-        guard digits.count <= 15 else { throw .tooLong }
-        guard let entry = (1...3).lazy.compactMap({ CallingCodes.table[String(digits.prefix($0))] }).first,
-            digits.count > entry.code.count
+        guard sawPlus, firstVisible == "+", let first = ascii.first else { throw .invalidFormat }
+        // From here on by bytes: every one is an ASCII digit, so a byte count is a digit count.
+        guard first != UInt8(ascii: "0") else { throw .invalidFormat }
+        guard ascii.count <= 15 else { throw .tooLong }
+        guard let entry = (1...min(3, ascii.count)).lazy.compactMap({ CallingCodes.table[String(decoding: ascii[..<$0], as: UTF8.self)] }).first,
+            ascii.count > entry.code.utf8.count
         else {
-            throw digits.count < 4 ? .tooShort : .invalidFormat
+            throw ascii.count < 4 ? .tooShort : .invalidFormat
         }
-        let national = String(digits.dropFirst(entry.code.count))
-        if national.count < entry.lengths.lowerBound { throw .tooShort }
-        if national.count > entry.lengths.upperBound { throw .tooLong }
-        self.e164 = "+" + digits
+        let nationalDigits = ascii[entry.code.utf8.count...]
+        if nationalDigits.count < entry.lengths.lowerBound { throw .tooShort }
+        if nationalDigits.count > entry.lengths.upperBound { throw .tooLong }
+        let national = String(decoding: nationalDigits, as: UTF8.self)
+        self.e164 = String(decoding: CollectionOfOne(UInt8(ascii: "+")) + ascii, as: UTF8.self)
         self.callingCode = entry.code
         self.nationalNumber = national
         self.region = Self.region(for: entry, national: national)
         if entry.code == "1" {
             // NANP: area code and exchange both start with 2-9.
-            let area = national.prefix(3)
-            let exchange = national.dropFirst(3).prefix(1)
-            guard let a = area.first, "23456789".contains(a), let e = exchange.first, "23456789".contains(e) else {
+            let start = nationalDigits.startIndex
+            guard nationalDigits.count > 3, (0x32...0x39).contains(nationalDigits[start]), (0x32...0x39).contains(nationalDigits[start + 3]) else {
                 throw .invalidFormat
             }
         }
@@ -82,7 +82,7 @@ public struct PhoneNumber: Sendable, Hashable, CustomStringConvertible {
 
     /// The first `length` digits after `+` (calling code included), for per-prefix limits.
     public func prefix(digits length: Int) -> String {
-        "+" + String(e164.dropFirst().prefix(length))
+        String(decoding: e164.utf8.prefix(length + 1), as: UTF8.self)
     }
 
     /// The number with all but the last four digits masked (`+*******0100`), for logs and MFA hints.
