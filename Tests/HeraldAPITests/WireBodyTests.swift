@@ -59,4 +59,20 @@ struct WireBodyTests {
         let badUTF8: [UInt8] = [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]
         #expect(throws: HeraldError.self) { try WireBody.parse(ByteBuffer(bytes: badUTF8), contentType: nil) }
     }
+
+    @Test("a form content type in any letter case reads the body as a form, unless the body is a JSON object")
+    func formContentType() throws {
+        for contentType in [
+            "application/x-www-form-urlencoded", "Application/X-WWW-Form-URLEncoded; charset=UTF-8", "APPLICATION/X-WWW-FORM-URLENCODED",
+        ] {
+            let form = try WireBody.parse(ByteBuffer(string: "grant_type=refresh_token&refresh_token=r%2B1"), contentType: contentType)
+            #expect(form.string("grant_type") == "refresh_token", "\(contentType)")
+            #expect(form.string("refresh_token") == "r+1", "\(contentType)")
+            let json = try WireBody.parse(ByteBuffer(string: #" {"grant_type":"x"}"#), contentType: contentType)
+            #expect(json.string("grant_type") == "x", "\(contentType)")
+        }
+        for contentType in ["application/json", "application/x-www-form", "text/plain", ""] {
+            #expect(throws: HeraldError.self, "\(contentType)") { try WireBody.parse(ByteBuffer(string: "a=b"), contentType: contentType) }
+        }
+    }
 }

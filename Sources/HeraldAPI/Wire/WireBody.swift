@@ -25,7 +25,7 @@ struct WireBody {
     static func parse(_ buffer: ByteBuffer, contentType: String?) throws(HeraldError) -> WireBody {
         let bytes = Array(buffer.readableBytesView)
         let looksLikeJSON = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{")
-        if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true, looksLikeJSON == false {
+        if let contentType, looksLikeJSON == false, Self.hasPrefixIgnoringASCIICase(contentType, "application/x-www-form-urlencoded") {
             return WireBody(fields: FormEncoding.decode(String(decoding: bytes, as: UTF8.self)))
         }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return WireBody(fields: [:]) }
@@ -40,6 +40,19 @@ struct WireBody {
                 })
         }
         return try parseWithFoundation(bytes)
+    }
+
+    /// True when `text` starts with `prefix` (lower-case ASCII) in any letter case, without lower-casing a
+    /// copy of it (the content type is read on every request).
+    static func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: StaticString) -> Bool {
+        let wanted = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        var bytes = text.utf8.makeIterator()
+        for expected in wanted {
+            guard let byte = bytes.next() else { return false }
+            let lower = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+            guard lower == expected else { return false }
+        }
+        return true
     }
 
     /// Any JSON object, by `JSONSerialization`; anything else is `INVALID_JSON`.

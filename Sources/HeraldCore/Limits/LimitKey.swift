@@ -64,18 +64,20 @@ public struct LimitCheck: Sendable, Equatable {
 
     public init(kind: LimitKind, scope: String, subject: String, policy: RatePolicy) {
         self.kind = kind
-        // `kind:scope:subject|policy`, appended into one buffer sized up front (six per send; string
-        // interpolation grew its buffer and went through the generic interpolation path each time).
-        var key = ""
-        key.reserveCapacity(kind.rawValue.utf8.count + scope.utf8.count + subject.utf8.count + policy.description.utf8.count + 3)
-        key += kind.rawValue
-        key += ":"
-        key += scope
-        key += ":"
-        key += subject
-        key += "|"
-        key += policy.description
-        self.key = key
+        // `kind:scope:subject|policy`, its bytes copied into one string allocated at its final size (six
+        // per send; appending to a String went through its generic growth and append paths each time).
+        let kindText = kind.rawValue
+        let policyText = policy.description
+        let count = kindText.utf8.count + scope.utf8.count + subject.utf8.count + policyText.utf8.count + 3
+        self.key = String(unsafeUninitializedCapacity: count) { buffer in
+            var end = buffer[...].initialize(fromContentsOf: kindText.utf8)
+            buffer[end] = UInt8(ascii: ":")
+            end = buffer[(end + 1)...].initialize(fromContentsOf: scope.utf8)
+            buffer[end] = UInt8(ascii: ":")
+            end = buffer[(end + 1)...].initialize(fromContentsOf: subject.utf8)
+            buffer[end] = UInt8(ascii: "|")
+            return buffer[(end + 1)...].initialize(fromContentsOf: policyText.utf8)
+        }
         self.policy = policy
     }
 
