@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make bench-pair BASE=<commit>`: this tree's herald-api and herald-sms-worker against another
 # commit's, loaded at the same time so both share the hour's neighbours (see the README's Performance
-# section). The other commit is built once, in release mode, in a git worktree under
-# .herald/baseline/<commit> (about 15 minutes from scratch; later runs reuse it), then the pair
+# section). The other commit is built once, in release mode, in a git worktree at
+# .herald/baseline/<commit>/src (about 15 minutes from scratch); its herald-api and herald-sms-worker
+# are kept in .herald/baseline/<commit>/bin for later runs and the checkout is removed. Then the pair
 # suites run: herald-api's CPU per send on SQLite and on PostgreSQL, and herald-sms-worker's CPU per
 # job. Each prints the ratio per paired run and the median with its range. Nothing is asserted.
 #
