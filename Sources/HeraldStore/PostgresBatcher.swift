@@ -4,7 +4,7 @@ import Metrics
 import Synchronization
 
 /// Group commit for PostgreSQL's hot paths: send admissions and the worker's claims and outcomes
-/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v4` call (one
+/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v5` call (one
 /// transaction, one round trip). Each caller is answered with its own row once the batch committed.
 ///
 /// One batch in flight per process: every send locks the same few rows (project, country, client IP
@@ -59,7 +59,7 @@ final class PostgresBatcher: Sendable {
         do {
             let rows = try await backend.statement(
                 """
-                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v4(?::jsonb)
+                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v5(?::jsonb)
                 """, [.text(Self.body(batch.map(\.item)))])
             var answers = [Answer?](repeating: nil, count: batch.count)
             for row in rows {
@@ -69,7 +69,7 @@ final class PostgresBatcher: Sendable {
                 if let answer {
                     waiting.continuation.resume(returning: answer)
                 } else {
-                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v4 left an operation unanswered"))
+                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v5 left an operation unanswered"))
                 }
             }
         } catch let error as StoreError where batch.count > 1 && error.isUnique {

@@ -52,10 +52,16 @@ enum PostgresRoutines {
     /// taken first, keys in byte order then prefixes: batches of several processes then wait for each
     /// other but never in a cycle (v1 locked per admission, deadlocked, and waited out PostgreSQL's 1 s
     /// deadlock timeout). A missing limit row is created with TAT 0, which GCRA reads as "no history",
-    /// so a concurrent first use of a key cannot slip between the lock and the write. Answers one row
-    /// per operation, in order.
+    /// so a concurrent first use of a key cannot slip between the lock and the write.
+    /// Claims and outcomes go first as two set-based UPDATEs (v5): one statement for all of a draining
+    /// worker's claims and one for its outcomes, instead of one executor start per operation (measured
+    /// on 40- and 100-operation batches: about a quarter less time per operation). Only operations
+    /// whose job appears once in the batch, and claims that succeed, are answered there; everything
+    /// else (admissions, a job twice in one batch, a claim that finds the job finished, in doubt or
+    /// mismatched) runs in the loop below in batch order, as in v4. Answers one row per operation, in
+    /// no particular order (the batcher reads `idx`).
     static let batch = """
-        CREATE OR REPLACE FUNCTION herald_batch_v4(p_ops jsonb)
+        CREATE OR REPLACE FUNCTION herald_batch_v5(p_ops jsonb)
         RETURNS TABLE (idx integer, verdict text, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, note text)
         LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
         DECLARE
@@ -63,6 +69,9 @@ enum PostgresRoutines {
           v jsonb;
           r record;
           v_attempts bigint;
+          v_done integer[];
+          v_verdicts text[];
+          v_attempt_counts bigint[];
         BEGIN
           -- One admission locks in order by itself (herald_admit_send_v1); only several need this.
           IF (SELECT count(*) FROM jsonb_array_elements(p_ops) o WHERE o.value->>'op' = 'admit') > 1 THEN
@@ -83,7 +92,46 @@ enum PostgresRoutines {
                 WHERE o.value->>'op' = 'admit' AND o.value->>'windowUs' IS NOT NULL) d
               ORDER BY d.p COLLATE "C") s;
           END IF;
-          FOR v_op IN SELECT (e.ordinality - 1)::integer AS i, e.value AS body FROM jsonb_array_elements(p_ops) WITH ORDINALITY AS e LOOP
+          v_done := '{}';
+          -- A worker's batch (herald-api's hold admissions only and skip this).
+          IF jsonb_path_exists(p_ops, '$[*] ? (@.op == "claim" || @.op == "record")') THEN
+            WITH ops AS (
+              SELECT (e.ordinality - 1)::integer AS i, e.value AS v, count(*) OVER (PARTITION BY e.value->>'jobId') AS uses
+              FROM jsonb_array_elements(p_ops) WITH ORDINALITY AS e WHERE e.value->>'op' IN ('claim', 'record')
+            ), claimed AS (
+              UPDATE deliveries d SET status = 'sending', owner = c.v->>'owner', attempts = d.attempts + 1, updated_at_ms = (c.v->>'nowMs')::bigint,
+                  template = COALESCE(c.v->>'template', d.template), locale = COALESCE(c.v->>'locale', d.locale),
+                  provider = COALESCE(c.v->>'provider', d.provider), producer = COALESCE(c.v->>'producer', d.producer),
+                  events = COALESCE(d.events, '') || (c.v->>'eventHead') || (d.attempts + 1)::text || (c.v->>'eventTail')
+                FROM ops c
+                WHERE c.uses = 1 AND c.v->>'op' = 'claim'
+                  AND d.job_id = c.v->>'jobId' AND d.project_id = c.v->>'project' AND d.type = c.v->>'type' AND d.destination = c.v->>'to'
+                  AND (d.status IN ('pending', 'retrying', 'throttled') OR (d.status = 'sending' AND (c.v->>'reclaim')::boolean))
+                RETURNING c.i, d.attempts
+            ), recorded AS (
+              UPDATE deliveries d SET status = CASE WHEN d.status IN ('delivered', 'undelivered') THEN d.status ELSE o.v->>'status' END,
+                  reason = CASE WHEN d.status IN ('delivered', 'undelivered') THEN d.reason ELSE o.v->>'reason' END,
+                  updated_at_ms = (o.v->>'nowMs')::bigint,
+                  segments = COALESCE((o.v->>'segments')::bigint, d.segments), encoding = COALESCE(o.v->>'encoding', d.encoding),
+                  provider_message_id = COALESCE(o.v->>'providerMessageId', d.provider_message_id),
+                  events = COALESCE(d.events, '') || (o.v->>'event')
+                FROM ops o
+                WHERE o.uses = 1 AND o.v->>'op' = 'record' AND d.job_id = o.v->>'jobId'
+                RETURNING o.i
+            ), answered AS (
+              SELECT claimed.i, 'claimed' AS verdict, claimed.attempts FROM claimed
+              UNION ALL
+              SELECT recorded.i, 'done', NULL::bigint FROM recorded
+            )
+            SELECT COALESCE(array_agg(a.i), '{}'), array_agg(a.verdict), array_agg(a.attempts)
+              INTO v_done, v_verdicts, v_attempt_counts FROM answered a;
+            RETURN QUERY SELECT u.i, u.verdict, u.attempts, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text
+              FROM unnest(v_done, v_verdicts, v_attempt_counts) AS u(i, verdict, attempts);
+          END IF;
+          -- Left for the loop: admissions, jobs named twice, claims the UPDATE did not take, and records of
+          -- jobs not in the ledger (which update nothing there either and are answered done, as in v4).
+          FOR v_op IN SELECT (e.ordinality - 1)::integer AS i, e.value AS body FROM jsonb_array_elements(p_ops) WITH ORDINALITY AS e
+              WHERE NOT ((e.ordinality - 1)::integer = ANY (v_done)) LOOP
             v := v_op.body;
             idx := v_op.i;
             verdict := NULL; n1 := NULL; n2 := NULL; n3 := NULL; n4 := NULL; n5 := NULL; note := NULL;

@@ -216,7 +216,7 @@ public final class SQLStore: HeraldStoreProtocol {
             case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
             default: break
             }
-            throw StoreError(.failed, "herald_batch_v4 answered a malformed claim")
+            throw StoreError(.failed, "herald_batch_v5 answered a malformed claim")
         }
         let id = jobID.lowercasedText
         let claimable = reclaimInDoubt ? "('pending', 'retrying', 'throttled', 'sending')" : "('pending', 'retrying', 'throttled')"

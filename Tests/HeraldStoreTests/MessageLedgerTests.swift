@@ -3,12 +3,110 @@ import HeraldCore
 import HeraldStore
 import Testing
 
-/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v4`) and the memory
+/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v5`) and the memory
 /// store: each transition kept as an event, listings newest first with filters and stable paging, the
 /// purge after retention.
 @Suite("Message ledger")
 struct MessageLedgerTests {
     static let base = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// Many workers' claims and outcomes at once go to the store together (one group commit on SQLite,
+    /// one `herald_batch_v5` call on PostgreSQL, where successful claims and outcomes of jobs named
+    /// once are two set-based statements and everything else runs one by one): each is answered and
+    /// recorded as if it had come alone.
+    @Test("claims and outcomes arriving together are each answered and recorded as if alone", arguments: StoreKind.allCases)
+    func together(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let t = Self.base
+            let jobs = (0..<24).map { _ in UUID() }
+            for (index, job) in jobs.enumerated() {
+                try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+44770090\(1000 + index)", now: t)
+            }
+            for job in jobs[20..<24] { try await store.recordDelivery(jobID: job, status: .abandoned, reason: "publish failed", now: t) }
+            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http", producer: "herald-api")
+            func claim(_ job: UUID, to: String, owner: String, at: TimeInterval) async throws -> DeliveryClaim {
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: to, owner: owner, description: description,
+                    now: t.addingTimeInterval(at), reclaimInDoubt: false)
+            }
+            func number(_ index: Int) -> String { "+44770090\(1000 + index)" }
+
+            // Claims: 16 that succeed, the first of them named twice (one claims, the other finds it in
+            // doubt), 4 for another number, 4 for jobs the ledger never saw, 4 for abandoned jobs.
+            var claims: [(job: UUID, to: String, owner: String)] = jobs[0..<16].enumerated().map { ($1, number($0), "w\($0)") }
+            claims.append((jobs[0], number(0), "w99"))
+            claims += jobs[16..<20].map { ($0, "+15550000000", "w1") }
+            let strangers = (0..<4).map { _ in UUID() }
+            claims += strangers.map { ($0, "+15550000000", "w1") }
+            claims += jobs[20..<24].enumerated().map { ($1, number(20 + $0), "w1") }
+            let answers = try await withThrowingTaskGroup(of: (Int, DeliveryClaim).self) { group in
+                for (index, claimed) in claims.enumerated() {
+                    group.addTask { (index, try await claim(claimed.job, to: claimed.to, owner: claimed.owner, at: 1)) }
+                }
+                return try await group.reduce(into: [Int: DeliveryClaim]()) { $0[$1.0] = $1.1 }
+            }
+            let first = [answers[0], answers[16]]
+            #expect(first.filter { $0 == .claimed(attempt: 1) }.count == 1)
+            #expect(first.contains(.inDoubt(owner: "w0")) || first.contains(.inDoubt(owner: "w99")))
+            for index in 1..<16 { #expect(answers[index] == .claimed(attempt: 1)) }
+            for index in 17..<21 { #expect(answers[index] == .mismatch(field: "to")) }
+            for index in 21..<25 { #expect(answers[index] == .unknown) }
+            for index in 25..<29 { #expect(answers[index] == .finished(.abandoned)) }
+
+            // Outcomes: even jobs sent, odd ones to retry, and one for a job the ledger never saw.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, job) in jobs[0..<16].enumerated() {
+                    group.addTask {
+                        if index.isMultiple(of: 2) {
+                            try await store.recordDelivery(
+                                jobID: job, status: .sent, reason: nil, segments: SMSSegments("Your code is 123456"),
+                                providerMessageID: "gw-\(index)", detail: nil, now: t.addingTimeInterval(2))
+                        } else {
+                            try await store.recordDelivery(
+                                jobID: job, status: .retrying, reason: "HTTP 503", segments: nil, providerMessageID: nil,
+                                detail: "attempt 1 failed: HTTP 503", now: t.addingTimeInterval(2))
+                        }
+                    }
+                }
+                group.addTask { try await store.recordDelivery(jobID: strangers[0], status: .sent, reason: nil, now: t.addingTimeInterval(2)) }
+                try await group.waitForAll()
+            }
+            #expect(try await store.message(id: strangers[0]) == nil)
+            for (index, job) in jobs[0..<16].enumerated() {
+                let message = try #require(try await store.message(id: job))
+                #expect(message.attempts == 1)
+                #expect(message.template == "verification")
+                #expect(message.provider == "http")
+                #expect(message.updatedAt == t.addingTimeInterval(2))
+                if index.isMultiple(of: 2) {
+                    #expect(message.status == .sent)
+                    #expect(message.providerMessageID == "gw-\(index)")
+                    #expect(message.encoding == "GSM-7")
+                    #expect(message.events.map(\.status) == [.queued, .sending, .sent])
+                } else {
+                    #expect(message.status == .retrying)
+                    #expect(message.lastError == "HTTP 503")
+                    #expect(message.events.map(\.status) == [.queued, .sending, .queued])
+                    #expect(message.events.last?.detail == "attempt 1 failed: HTTP 503")
+                }
+            }
+            for job in jobs[16..<20] { #expect(try await store.message(id: job)?.status == .pending) }
+
+            // Claimed again together: the retries go out a second time, the sent ones are finished.
+            let again = try await withThrowingTaskGroup(of: (Int, DeliveryClaim).self) { group in
+                for (index, job) in jobs[0..<16].enumerated() {
+                    group.addTask { (index, try await claim(job, to: number(index), owner: "w2", at: 3)) }
+                }
+                return try await group.reduce(into: [Int: DeliveryClaim]()) { $0[$1.0] = $1.1 }
+            }
+            for index in 0..<16 {
+                #expect(again[index] == (index.isMultiple(of: 2) ? .finished(.sent) : .claimed(attempt: 2)))
+            }
+            let retried = try #require(try await store.message(id: jobs[1]))
+            #expect(retried.events.map(\.status) == [.queued, .sending, .queued, .sending])
+            #expect(retried.events.last?.detail == "attempt 2 by w2")
+        }
+    }
 
     @Test("a message keeps what the worker knew, the provider's id and every transition in order", arguments: StoreKind.allCases)
     func history(_ kind: StoreKind) async throws {

@@ -27,7 +27,7 @@ struct PostgresRoutinesTests {
         await store.close()
         await TestStore.dropSchema(of: url)
         let settings = Dictionary(uniqueKeysWithValues: rows.compactMap { row in row.first?.string.map { ($0, row[1].string ?? "") } })
-        #expect(settings.keys.sorted() == ["herald_admit_send_v1", "herald_batch_v4", "herald_refund_v1"])
+        #expect(settings.keys.sorted() == ["herald_admit_send_v1", "herald_batch_v5", "herald_refund_v1"])
         for (name, setting) in settings {
             #expect(setting.contains("enable_seqscan=off"), "\(name): \(setting)")
         }
