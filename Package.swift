@@ -242,7 +242,7 @@ let package = Package(
         .testTarget(
             name: "HeraldRuntimeTests",
             dependencies: [
-                "HeraldCore", "HeraldRuntime", "HeraldTesting",
+                "HeraldCore", "HeraldRuntime", "HeraldTesting", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),

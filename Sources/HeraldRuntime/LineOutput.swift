@@ -24,6 +24,7 @@ public final class LineOutput: @unchecked Sendable {
     private var pending: [UInt8] = []
     private var pendingLines = 0
     private var writing = false
+    private var writerWaits = false
     private var started = false
 
     /// `capacity` bounds the bytes waiting to be written; beyond it new lines are dropped.
@@ -50,14 +51,23 @@ public final class LineOutput: @unchecked Sendable {
 
     /// Queues `line` (a newline is added); never blocks on the descriptor.
     public func write(_ line: String) {
-        let byteCount = line.utf8.count + 1
+        enqueue(line.utf8)
+    }
+
+    /// Queues one line's bytes (a newline is added); never blocks on the descriptor.
+    public func write(bytes line: [UInt8]) {
+        enqueue(line)
+    }
+
+    private func enqueue<Bytes: Collection<UInt8>>(_ line: Bytes) {
+        let byteCount = line.count + 1
         condition.lock()
         guard pending.count + byteCount <= capacity else {
             condition.unlock()
             dropped(1)
             return
         }
-        pending.append(contentsOf: line.utf8)
+        pending.append(contentsOf: line)
         pending.append(UInt8(ascii: "\n"))
         pendingLines += 1
         if started == false {
@@ -66,8 +76,10 @@ public final class LineOutput: @unchecked Sendable {
             thread.name = "herald-\(stream)"
             thread.start()
         }
-        // Broadcast, not signal: a flushing thread waits on the same condition and must not take the wake-up.
-        condition.broadcast()
+        // Woken only when it waits for lines: a writer still writing takes these with its next batch, so
+        // a busy process does not wake it once per line. Broadcast, not signal: a flushing thread waits
+        // on the same condition and must not take the wake-up.
+        if writerWaits { condition.broadcast() }
         condition.unlock()
     }
 
@@ -84,7 +96,11 @@ public final class LineOutput: @unchecked Sendable {
     private func writeLoop() {
         while true {
             condition.lock()
-            while pending.isEmpty { condition.wait() }
+            while pending.isEmpty {
+                writerWaits = true
+                condition.wait()
+            }
+            writerWaits = false
             let batch = pending
             let lines = pendingLines
             pending.removeAll(keepingCapacity: true)

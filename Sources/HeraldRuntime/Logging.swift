@@ -47,22 +47,54 @@ public struct LineLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = metadata
-        if let extra = event.metadata { merged.merge(extra) { $1 } }
+        // Fields sorted by key, the event's metadata over the handler's (a request id). herald-api logs a
+        // line per send at the default level, so this builds no merged dictionary, no interpolated
+        // strings and no intermediate String: its bytes go to the output as they are written.
+        var fields: [(key: String, value: String)] = []
+        fields.reserveCapacity(metadata.count + (event.metadata?.count ?? 0) + 4)
+        if let extra = event.metadata {
+            for (key, value) in extra { fields.append((key, Self.text(value))) }
+            for (key, value) in metadata where extra[key] == nil { fields.append((key, Self.text(value))) }
+        } else {
+            for (key, value) in metadata { fields.append((key, Self.text(value))) }
+        }
         let time = Timestamp.format(Date())
-        let line: String
         if json {
-            var object: [String: String] = ["time": time, "level": event.level.rawValue, "logger": label, "message": "\(event.message)"]
-            for (key, value) in merged { object[key] = "\(value)" }
+            // Metadata named like a fixed field replaces it, as one JSON object can hold each key once.
+            let fixed = [("level", event.level.rawValue), ("logger", label), ("message", event.message.description), ("time", time)]
+            for (key, value) in fixed where fields.contains(where: { $0.key == key }) == false { fields.append((key, value)) }
+            fields.sort { $0.key < $1.key }
             // JSONWriter, not JSONSerialization: that one sorts keys through ICU collation, which alone
             // mapped several MiB of ICU into every process, and costs more per line.
             var writer = JSONWriter(capacity: 256)
-            writer.object(object.sorted { $0.key < $1.key }.map { (key: $0.key, value: .string($0.value)) })
-            line = String(decoding: writer.bytes, as: UTF8.self)
+            writer.object(fields.map { (key: $0.key, value: .string($0.value)) })
+            output.write(bytes: writer.bytes)
         } else {
-            let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "\(time) \(event.level.rawValue.uppercased()) \(label): \(event.message)\(fields.isEmpty ? "" : " " + fields)"
+            fields.sort { $0.key < $1.key }
+            var line = Array(time.utf8)
+            line.reserveCapacity(160)
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: event.level.rawValue.uppercased().utf8)
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: label.utf8)
+            line.append(contentsOf: ": ".utf8)
+            line.append(contentsOf: event.message.description.utf8)
+            for (key, value) in fields {
+                line.append(UInt8(ascii: " "))
+                line.append(contentsOf: key.utf8)
+                line.append(UInt8(ascii: "="))
+                line.append(contentsOf: value.utf8)
+            }
+            output.write(bytes: line)
         }
-        output.write(line)
+    }
+
+    /// A metadata value as the line shows it (`"\(value)"` for nested ones).
+    static func text(_ value: Logger.Metadata.Value) -> String {
+        switch value {
+        case .string(let text): text
+        case .stringConvertible(let convertible): convertible.description
+        default: "\(value)"
+        }
     }
 }

@@ -1,0 +1,134 @@
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import Logging
+import Synchronization
+import Testing
+
+/// Log lines as collectors read them: one JSON object (or text line) per event, fields sorted, the
+/// event's metadata over the logger's, and every line arriving whole through `LineOutput`.
+@Suite("Log lines")
+struct LoggingTests {
+    /// Lines written through a pipe and read as they arrive (a pipe holds 64 KiB; the writer would
+    /// block on a full one).
+    final class Pipe: Sendable {
+        let output: LineOutput
+        let writeEnd: Int32
+        let received = DispatchSemaphore(value: 0)
+        let bytes = Mutex<[UInt8]>([])
+
+        init() {
+            var ends: [Int32] = [0, 0]
+            precondition(pipe(&ends) == 0)
+            let readEnd = ends[0]
+            writeEnd = ends[1]
+            output = LineOutput(descriptor: writeEnd, stream: "test")
+            Thread { [self] in
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    let count = read(readEnd, &buffer, buffer.count)
+                    if count <= 0 { break }
+                    bytes.withLock { $0 += buffer[0..<count] }
+                }
+                close(readEnd)
+                received.signal()
+            }.start()
+        }
+
+        /// Everything written so far (the write end is closed: use once).
+        func lines() -> [String] {
+            output.flush(timeout: .seconds(5))
+            close(writeEnd)
+            received.wait()
+            let text = bytes.withLock { String(decoding: $0, as: UTF8.self) }
+            return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        }
+    }
+
+    static func logger(_ pipe: Pipe, json: Bool) -> Logger {
+        var logger = Logger(label: "herald.test") { label in LineLogHandler(label: label, json: json, output: pipe.output) }
+        logger[metadataKey: "hb.request.id"] = "r1"
+        logger[metadataKey: "project"] = "from-logger"
+        return logger
+    }
+
+    static let eventMetadata: Logger.Metadata = [
+        "project": "demo", "phone": "+44******0123", "count": .stringConvertible(3), "list": .array([.string("a"), .string("b")]),
+    ]
+
+    @Test("JSON: one object per line, keys sorted, the event's metadata over the logger's, text escaped")
+    func json() throws {
+        let pipe = Pipe()
+        let logger = Self.logger(pipe, json: true)
+        logger.info("verification code \"queued\"\nnext", metadata: Self.eventMetadata)
+        logger.warning("plain")
+        logger.notice("overridden", metadata: ["level": "custom"])
+        let lines = pipe.lines()
+        try #require(lines.count == 3)
+
+        let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
+        #expect(first["message"] == "verification code \"queued\"\nnext")
+        #expect(first["level"] == "info")
+        #expect(first["logger"] == "herald.test")
+        #expect(first["project"] == "demo")
+        #expect(first["hb.request.id"] == "r1")
+        #expect(first["phone"] == "+44******0123")
+        #expect(first["count"] == "3")
+        #expect(first["list"] == "\(Logger.MetadataValue.array([.string("a"), .string("b")]))")
+        let time = try #require(first["time"])
+        #expect(Timestamp.parse(time) != nil, "time is an RFC 3339 instant: \(time)")
+        #expect(first.count == 9)
+        let keys = ["count", "hb.request.id", "level", "list", "logger", "message", "phone", "project", "time"]
+        let positions = keys.map { lines[0].range(of: "\"\($0)\":")?.lowerBound }
+        #expect(positions.allSatisfy { $0 != nil })
+        #expect(positions.compactMap { $0 } == positions.compactMap { $0 }.sorted(), "keys in sorted order")
+
+        let second = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: String])
+        #expect(
+            second == [
+                "time": second["time"] ?? "", "level": "warning", "logger": "herald.test", "message": "plain", "hb.request.id": "r1",
+                "project": "from-logger",
+            ])
+        let third = try #require(try JSONSerialization.jsonObject(with: Data(lines[2].utf8)) as? [String: String])
+        #expect(third["level"] == "custom")
+        #expect(lines[2].components(separatedBy: "\"level\"").count == 2, "one level key")
+    }
+
+    @Test("text: time, level, logger, message, then key=value pairs sorted")
+    func text() throws {
+        let pipe = Pipe()
+        let logger = Self.logger(pipe, json: false)
+        logger.info("verification code queued", metadata: Self.eventMetadata)
+        logger.error("no metadata of its own")
+        let lines = pipe.lines()
+        try #require(lines.count == 2)
+        let list = "\(Logger.MetadataValue.array([.string("a"), .string("b")]))"
+        let first = lines[0].split(separator: " ", maxSplits: 1).map(String.init)
+        #expect(Timestamp.parse(first[0]) != nil)
+        #expect(
+            first[1]
+                == "INFO herald.test: verification code queued count=3 hb.request.id=r1 list=\(list) phone=+44******0123 project=demo")
+        #expect(lines[1].hasSuffix(" ERROR herald.test: no metadata of its own hb.request.id=r1 project=from-logger"))
+    }
+
+    @Test("lines written from several threads at once all arrive whole and in each thread's order")
+    func concurrentLines() {
+        let pipe = Pipe()
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            for index in 0..<500 {
+                if index.isMultiple(of: 2) {
+                    pipe.output.write("thread \(thread) line \(index) " + String(repeating: "x", count: index))
+                } else {
+                    pipe.output.write(bytes: Array("thread \(thread) line \(index) \(String(repeating: "x", count: index))".utf8))
+                }
+            }
+        }
+        let lines = pipe.lines()
+        #expect(lines.count == 2_000)
+        for thread in 0..<4 {
+            let mine = lines.filter { $0.hasPrefix("thread \(thread) ") }
+            #expect(mine.count == 500)
+            #expect(mine.enumerated().allSatisfy { index, line in line == "thread \(thread) line \(index) " + String(repeating: "x", count: index) })
+        }
+    }
+}
