@@ -44,6 +44,33 @@ struct JobAndPolicyTests {
         }
     }
 
+    @Test("every job type's body lists its keys in order (the same job always has the same bytes) and reads back")
+    func keysInOrder() throws {
+        let created = Date(timeIntervalSince1970: 1_800_000_000)
+        let payloads: [Job.Payload] = [
+            .sms(SMSMessage(to: "+15555550100", template: .verification, params: ["codeSealed": "abc=", "app": "Demo"])),
+            .email(EmailMessage(to: "a@example.com", template: .signInLink, params: ["linkSealed": "x", "app": "Demo"])),
+            .push(
+                PushMessage(
+                    deviceToken: String(repeating: "ab", count: 32), environment: .sandbox, topic: "com.example.app", payload: ["receiptSealed": "y"])
+            ),
+            .apple(AppleMessage(user: "u1", clientId: "com.example.app", redirectUri: "https://example.com/cb", params: ["refreshTokenSealed": "z"])),
+            .apple(AppleMessage(user: "u1", clientId: "com.example.app", params: ["authorizationCodeSealed": "w"])),
+        ]
+        for (index, payload) in payloads.enumerated() {
+            let job = Job(
+                project: "demo", createdAt: created, expiresAt: created.addingTimeInterval(300), locale: index == 0 ? nil : "de", payload: payload)
+            let body = JobCodec.encode(job)
+            let text = String(decoding: body, as: UTF8.self)
+            let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+            let keys = object.keys.sorted()
+            let positions = try keys.map { key in try #require(text.range(of: "\"\(key)\":")?.lowerBound, "\(key) in \(text)") }
+            #expect(positions == positions.sorted(), "\(text)")
+            #expect(object.keys.contains("locale") == (index != 0))
+            #expect(try JobCodec.decode(body) == job)
+        }
+    }
+
     @Test("base64url round-trips every length, reads padded and standard alphabets, refuses what is not base64")
     func base64URL() throws {
         for length in 0..<70 {

@@ -84,26 +84,41 @@ public enum JobCodec {
 
     /// The body, keys sorted (the same bytes for the same job).
     public static func encode(_ job: Job) -> Data {
-        var fields: [(key: String, value: JSONWriter.Value?)] = [
-            ("id", .string(job.id.lowercasedText)), ("project", .string(job.project)), ("type", .string(job.type.rawValue)),
+        // Both lists in key order, merged in key order: `JSONWriter` then writes the object as it is
+        // instead of sorting a copy of it (every send's job).
+        let common: [(key: String, value: JSONWriter.Value?)] = [
             ("createdAt", .string(Timestamp.format(job.createdAt))), ("expiresAt", .string(Timestamp.format(job.expiresAt))),
-            ("locale", job.locale.map { .string($0) }), ("idempotencyKey", .string(job.idempotencyKey)),
+            ("id", .string(job.id.lowercasedText)), ("idempotencyKey", .string(job.idempotencyKey)),
+            ("locale", job.locale.map { .string($0) }), ("project", .string(job.project)), ("type", .string(job.type.rawValue)),
         ]
+        let specific: [(key: String, value: JSONWriter.Value?)]
         switch job.payload {
         case .sms(let message):
-            fields += [("to", .string(message.to)), ("template", .string(message.template.rawValue)), ("params", .strings(message.params))]
+            specific = [("params", .strings(message.params)), ("template", .string(message.template.rawValue)), ("to", .string(message.to))]
         case .email(let message):
-            fields += [("to", .string(message.to)), ("template", .string(message.template.rawValue)), ("params", .strings(message.params))]
+            specific = [("params", .strings(message.params)), ("template", .string(message.template.rawValue)), ("to", .string(message.to))]
         case .push(let message):
-            fields += [
+            specific = [
                 ("deviceToken", .string(message.deviceToken)), ("environment", .string(message.environment.rawValue)),
-                ("topic", .string(message.topic)), ("payload", .strings(message.payload)),
+                ("payload", .strings(message.payload)), ("topic", .string(message.topic)),
             ]
         case .apple(let message):
-            fields += [
-                ("action", .string(message.action.rawValue)), ("user", .string(message.user)), ("clientId", .string(message.clientId)),
-                ("redirectUri", message.redirectUri.map { .string($0) }), ("params", .strings(message.params)),
+            specific = [
+                ("action", .string(message.action.rawValue)), ("clientId", .string(message.clientId)), ("params", .strings(message.params)),
+                ("redirectUri", message.redirectUri.map { .string($0) }), ("user", .string(message.user)),
             ]
+        }
+        var fields: [(key: String, value: JSONWriter.Value?)] = []
+        fields.reserveCapacity(common.count + specific.count)
+        var (left, right) = (0, 0)
+        while left < common.count || right < specific.count {
+            if right == specific.count || (left < common.count && common[left].key < specific[right].key) {
+                fields.append(common[left])
+                left += 1
+            } else {
+                fields.append(specific[right])
+                right += 1
+            }
         }
         var writer = JSONWriter()
         writer.object(fields)
