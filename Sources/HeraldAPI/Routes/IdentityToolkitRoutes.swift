@@ -125,7 +125,7 @@ struct IdentityToolkitRoutes: Sendable {
     func handle(
         operation: String, project: HeraldConfiguration.Project, _ request: Request, _ context: HeraldRequestContext
     ) async throws -> Response {
-        let isAdmin = admin.isAdmin(authorization: request.headers[.authorization])
+        let isAdmin = admin.isAdmin(authorization: request.headers.value(.authorization))
         switch operation {
         case "accounts:sendVerificationCode":
             let body = try await body(of: request, context)
@@ -199,7 +199,7 @@ struct IdentityToolkitRoutes: Sendable {
 
     /// The project named in an admin path; only admin callers get it.
     func adminProject(_ request: Request, _ context: HeraldRequestContext) throws -> HeraldConfiguration.Project {
-        guard admin.isAdmin(authorization: request.headers[.authorization]) else { throw HeraldError(.insufficientPermission) }
+        guard admin.isAdmin(authorization: request.headers.value(.authorization)) else { throw HeraldError(.insufficientPermission) }
         guard let id = context.parameters.get("project"), let project = resolver.configuration.project(id: id) else {
             throw HeraldError(.notFound)
         }
@@ -208,13 +208,13 @@ struct IdentityToolkitRoutes: Sendable {
 
     func origin(of request: Request, _ context: HeraldRequestContext, body: WireBody) -> PhoneSignIn.Origin {
         let client = ClientAddress.resolve(
-            peer: context.remoteAddress.flatMap(IPAddress.init), forwardedFor: request.headers[.xForwardedFor],
+            peer: context.remoteAddress.flatMap(IPAddress.init), forwardedFor: request.headers.value(.xForwardedFor),
             trustedProxies: trustedProxies)
         return PhoneSignIn.Origin(
             clientKey: client?.limitKey, remoteIP: client?.description,
-            bundleID: request.headers[.xIosBundleIdentifier],
-            locale: request.headers[.xFirebaseLocale] ?? body.string("languageCode"),
-            traceparent: request.headers[.traceparent].flatMap(TraceParent.init(header:))?.child() ?? .random())
+            bundleID: request.headers.value(.xIosBundleIdentifier),
+            locale: request.headers.value(.xFirebaseLocale) ?? body.string("languageCode"),
+            traceparent: request.headers.value(.traceparent).flatMap(TraceParent.init(header:))?.child() ?? .random())
     }
 
     /// The request body, at most `WireBody.maximumSize`, arriving whole within `http.idleTimeout`: the
@@ -223,7 +223,7 @@ struct IdentityToolkitRoutes: Sendable {
     /// deadline is checked by `BodyDeadlines`' sweep (a second late at most).
     func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
         let buffer = try await bodyDeadlines.guarding(context.channel) { try await request.body.collect(upTo: WireBody.maximumSize) }
-        return try WireBody.parse(buffer, contentType: request.headers[.contentType])
+        return try WireBody.parse(buffer, contentType: request.headers.value(.contentType))
     }
 }
 

@@ -28,7 +28,7 @@ struct CrossOriginPolicy: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let origin = request.headers[.origin] else { return try await next(request, context) }
+        guard let origin = request.headers.value(.origin) else { return try await next(request, context) }
         let allowed = allows(origin: origin, path: request.uri.path)
         if request.method == .options, request.headers[.accessControlRequestMethod] != nil {
             var headers = HTTPFields()

@@ -9,7 +9,7 @@ struct ProjectResolver: Sendable {
     /// The API key a request carries, if any: the first `key` query parameter (even when empty, which
     /// then answers MISSING_API_KEY), else the header.
     static func apiKey(of request: Request) -> String? {
-        request.uri.query.flatMap { queryValue(named: "key", in: $0) } ?? request.headers[.xGoogAPIKey]
+        request.uri.query.flatMap { queryValue(named: "key", in: $0) } ?? request.headers.value(.xGoogAPIKey)
     }
 
     /// The first value of `name` in a query string, `%XX` decoded (kept as sent when malformed), as
