@@ -1,7 +1,8 @@
 import Foundation
 import HeraldCore
-import HeraldStore
 import Testing
+
+@testable import HeraldStore
 
 /// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v5`) and the memory
 /// store: each transition kept as an event, listings newest first with filters and stable paging, the
@@ -309,6 +310,21 @@ extension MessageLedgerTests {
             #expect(try await store.resolveUncertain(jobID: other, resolution: .sent, decidedBy: "ops", now: Self.base.addingTimeInterval(1)))
             #expect(try await store.message(id: other)?.status == .sent)
             #expect(try await store.uncertainJob(jobID: other) == nil)
+        }
+    }
+}
+
+/// The claim's event line is written by the UPDATE around the attempt number only it knows.
+@Suite("Claim event line")
+struct ClaimEventLineTests {
+    @Test("head + attempt + tail is the event line of that attempt, for any owner (a '#' in it included)")
+    func aroundTheAttempt() {
+        let now = Date(timeIntervalSince1970: 1_790_000_000.123)
+        for owner in ["w1", "w#2", "host:1234 #7#", "tab\there\nand", String(repeating: "long-owner ", count: 40), "ünïcødé 🙂"] {
+            let (head, tail) = SQLStore.claimEvent(owner: owner, now: now)
+            for attempt in 1...9 {
+                #expect(head + "\(attempt)" + tail == MessageEvent(status: .sending, at: now, detail: "attempt \(attempt) by \(owner)").storedLine)
+            }
         }
     }
 }
