@@ -65,7 +65,11 @@ extension amqp_bytes_t {
         return Data(bytes: bytes, count: len)
     }
 
-    var string: String { String(decoding: data, as: UTF8.self) }
+    /// Decoded from the library's bytes in place (through `data` it was two copies per header).
+    var string: String {
+        guard let bytes, len > 0 else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: bytes, count: len), as: UTF8.self)
+    }
 }
 
 extension amqp_table_t {
@@ -73,6 +77,7 @@ extension amqp_table_t {
     var headers: [String: AMQPHeaderValue] {
         var result: [String: AMQPHeaderValue] = [:]
         guard num_entries > 0, let entries else { return result }
+        result.reserveCapacity(Int(num_entries))
         for index in 0..<Int(num_entries) {
             let entry = entries[index]
             let value: AMQPHeaderValue
