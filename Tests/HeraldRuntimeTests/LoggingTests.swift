@@ -52,9 +52,8 @@ struct LoggingTests {
         return logger
     }
 
-    static let eventMetadata: Logger.Metadata = [
-        "project": "demo", "phone": "+44******0123", "count": .stringConvertible(3), "list": .array([.string("a"), .string("b")]),
-    ]
+    static let list = Logger.MetadataValue.array([.string("a"), .string("b")])
+    static let eventMetadata: Logger.Metadata = ["project": "demo", "phone": "+44******0123", "count": .stringConvertible(3), "list": list]
 
     @Test("JSON: one object per line, keys sorted, the event's metadata over the logger's, text escaped")
     func json() throws {
@@ -74,7 +73,7 @@ struct LoggingTests {
         #expect(first["hb.request.id"] == "r1")
         #expect(first["phone"] == "+44******0123")
         #expect(first["count"] == "3")
-        #expect(first["list"] == "\(Logger.MetadataValue.array([.string("a"), .string("b")]))")
+        #expect(first["list"] == "\(Self.list)")
         let time = try #require(first["time"])
         #expect(Timestamp.parse(time) != nil, "time is an RFC 3339 instant: \(time)")
         #expect(first.count == 9)
@@ -102,12 +101,11 @@ struct LoggingTests {
         logger.error("no metadata of its own")
         let lines = pipe.lines()
         try #require(lines.count == 2)
-        let list = "\(Logger.MetadataValue.array([.string("a"), .string("b")]))"
         let first = lines[0].split(separator: " ", maxSplits: 1).map(String.init)
         #expect(Timestamp.parse(first[0]) != nil)
         #expect(
             first[1]
-                == "INFO herald.test: verification code queued count=3 hb.request.id=r1 list=\(list) phone=+44******0123 project=demo")
+                == "INFO herald.test: verification code queued count=3 hb.request.id=r1 list=\(Self.list) phone=+44******0123 project=demo")
         #expect(lines[1].hasSuffix(" ERROR herald.test: no metadata of its own hb.request.id=r1 project=from-logger"))
     }
 

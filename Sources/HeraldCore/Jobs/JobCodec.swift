@@ -120,6 +120,8 @@ public enum JobCodec {
                 right += 1
             }
         }
+        // Debug builds (the tests) check the merge: the writer would sort a misordered list silently.
+        assert(fields.indices.dropFirst().allSatisfy { fields[$0 - 1].key < fields[$0].key }, "job fields out of key order")
         var writer = JSONWriter()
         writer.object(fields)
         return Data(writer.bytes)
