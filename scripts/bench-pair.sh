@@ -35,15 +35,20 @@ if [ ! -x "$BIN/herald-api" ] || [ ! -x "$BIN/herald-sms-worker" ]; then
     mkdir -p "$TREE"
     git worktree add --detach "$SRC" "$COMMIT" > /dev/null
   fi
-  (cd "$SRC" && swift build -c release --product herald-api && swift build -c release --product herald-sms-worker)
+  # Each commit is built the way it shipped: with its own scripts/release-build.sh where it has one
+  # (cross-module optimisation), plainly before that.
+  BUILD=(swift build -c release)
+  [ -x "$SRC/scripts/release-build.sh" ] && BUILD=(scripts/release-build.sh)
+  (cd "$SRC" && "${BUILD[@]}" --product herald-api && "${BUILD[@]}" --product herald-sms-worker)
+  BASEBIN="$(cd "$SRC" && "${BUILD[@]}" --show-bin-path)"
   mkdir -p "$BIN"
-  cp "$SRC/.build/release/herald-api" "$SRC/.build/release/herald-sms-worker" "$BIN/"
+  cp "$BASEBIN/herald-api" "$BASEBIN/herald-sms-worker" "$BIN/"
   # The executables are all a pair needs; the checkout and its build directory (gigabytes) go.
   git worktree remove --force "$SRC"
 fi
 
-swift build -c release
-THIS="$(swift build -c release --show-bin-path)"
+scripts/release-build.sh
+THIS="$(scripts/release-build.sh --show-bin-path)"
 export HERALDTEST_BIN_DIR="$THIS"
 echo "bench-pair: this tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', with changes')) against $SHORT, $RUNS paired runs each"
 for suite in $SUITES; do

@@ -10,7 +10,7 @@ scripts/broker.sh start
 # The spine and limits suites run on SQLite and on PostgreSQL side by side.
 scripts/postgres.sh start
 export HERALDTEST_POSTGRES_URL="$(scripts/postgres.sh url)"
-swift build -c release
-export HERALDTEST_BIN_DIR="$(swift build -c release --show-bin-path)"
+scripts/release-build.sh
+export HERALDTEST_BIN_DIR="$(scripts/release-build.sh --show-bin-path)"
 export HERALDTEST_PYTHON="$PWD/.herald/venv/bin/python"
 "$HERALDTEST_BIN_DIR/herald-bench" "$@"
