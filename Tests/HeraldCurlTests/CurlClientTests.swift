@@ -48,6 +48,33 @@ struct CurlClientTests {
         #expect(received[1].to == "+15555550101")
     }
 
+    @Test(
+        "answers and header lines larger than libcurl's receive buffer arrive whole: on a new handle, a reused one, and after a transfer libcurl refused before connecting"
+    )
+    func answersLargerThanTheBuffer() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        defer { Task { await gateway.stop() } }
+        // Text that differs throughout: a chunk lost or read twice would change it.
+        let body = (0..<20_000).map { String($0) }.joined(separator: ",")
+        let header = String(repeating: "0123456789abcdef", count: 1_100)
+        let receiveBuffer = 16 * 1024  // libcurl's default (CURL_MAX_WRITE_SIZE)
+        #expect(body.utf8.count > 4 * receiveBuffer && header.utf8.count > receiveBuffer)
+        gateway.script(Array(repeating: .init(status: 200, headers: ["X-Long": header], body: body), count: 3))
+        func large(to: String) async throws {
+            let response = try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data(#"{"to":"\#(to)"}"#.utf8)))
+            #expect(response.status == 200)
+            #expect(response.header("X-Long") == header)
+            #expect(String(decoding: response.body, as: UTF8.self) == body)
+        }
+        try await large(to: "+15555550100")
+        try await large(to: "+15555550101")
+        // Refused before any connection: libcurl keeps that handle's receive buffer, and the handle goes
+        // back to the pool with it.
+        await #expect(throws: CurlError.self) { try await client.perform(CurlHTTPRequest(method: "GET", url: "dict://127.0.0.1:1/x")) }
+        try await large(to: "+15555550102")
+        #expect(gateway.received.map(\.to) == ["+15555550100", "+15555550101", "+15555550102"])
+    }
+
     @Test("header lines are trimmed of spaces, tabs, CR and LF at both ends only")
     func headerLineTrimming() {
         func trim(_ text: String) -> String { String(decoding: HeaderLine.trimmed(Array(text.utf8)), as: UTF8.self) }
