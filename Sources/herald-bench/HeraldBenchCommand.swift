@@ -36,8 +36,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     var store = "both"
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
     @Option(
-        help: "The draining worker's concurrency and prefetch (workers.sms.concurrency and prefetch; deploy/config/herald-worker.yaml ships 256).")
-    var workerConcurrency = 256
+        help: "The draining worker's concurrency and prefetch (workers.sms.concurrency and prefetch; deploy/config/herald-worker.yaml ships 192).")
+    var workerConcurrency = 192
     @Option(help: "How long the fake gateway takes to answer each SMS in the worker suite, in milliseconds (a real provider: 100–500).")
     var gatewayLatency = 0
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
@@ -595,7 +595,7 @@ struct BenchStack: Sendable {
         }
     }
 
-    /// Workers run with deploy/config/herald-worker.yaml's pool and parallelism (256 jobs in flight unless
+    /// Workers run with deploy/config/herald-worker.yaml's pool and parallelism (192 jobs in flight unless
     /// `--worker-concurrency` says otherwise): claims and outcomes travel in batches, so a few connections
     /// suffice (each idle one costs memory).
     static func workerEnvironment(inFlight: Int) -> [String: String] {
@@ -609,7 +609,7 @@ struct BenchStack: Sendable {
     }
 
     static func start(
-        limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true, workerInFlight: Int = 256,
+        limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true, workerInFlight: Int = 192,
         binDirectory: String? = nil, configure: (inout TestConfiguration) -> Void = { _ in }
     ) async throws -> BenchStack {
         // Another build's executables by absolute path (the pair suite), else this build's.

@@ -30,6 +30,15 @@ extension HeraldBenchCommand {
                 table.add("worker: CPU µs per job", variant.label, drained.cpuPerJob)
                 table.add("worker: peak RSS MiB", variant.label, drained.peakMiB)
                 for (name, share) in drained.cpuShares { table.add("CPU % during the drain: \(name)", variant.label, share) }
+                // Whether the drain is bound by the machine's CPU or by waiting (the group commit's round
+                // trips): what every process together spends per job, and the rate that would fill the cores.
+                if let machine = drained.cpuShares.first(where: { $0.0 == "whole machine" })?.1, machine > 0 {
+                    let perJob = machine / 100 * 1_000_000 / drained.perSecond
+                    table.add("whole machine CPU µs per drained job", variant.label, perJob)
+                    table.add(
+                        "jobs/s these cores carry at that cost, every core busy", variant.label,
+                        Double(ProcessInfo.processInfo.activeProcessorCount) * 1_000_000 / perJob)
+                }
             }
             let paced = try await throttling(rate: "10/1s burst 1", jobs: 200, spacing: "0s")
             table.add("throttle: republishes per throttled job (provider 10/s)", "sqlite", paced.perThrottledJob)
@@ -76,6 +85,8 @@ extension HeraldBenchCommand {
         "CPU % during the drain: PostgreSQL": "—",
         "CPU % during the drain: herald-bench (fake gateway)": "—",
         "CPU % during the drain: whole machine": "—",
+        "whole machine CPU µs per drained job": "—",
+        "jobs/s these cores carry at that cost, every core busy": "—",
     ]
 
     /// The broker's ceilings on this machine in this run: one publisher with 500 confirms in flight,
