@@ -9,7 +9,6 @@
 # herald-sms-worker's per job 0.975 [0.950–1.018] with 1 MiB more peak RSS; a build from scratch took
 # 16 minutes instead of about 11. The same flag on Herald's own modules only had measured 0.992.
 #
-#
 # The Swift runtime and Foundation are linked statically (`--static-swift-stdlib`), as the Docker image
 # always shipped them: every retain, release and runtime call is then a direct call instead of one
 # through the dynamic linker's tables. Pair suites against the same code linked dynamically (both

@@ -37,7 +37,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
     @Option(
         help: "The draining worker's concurrency and prefetch (workers.sms.concurrency and prefetch; deploy/config/herald-worker.yaml ships 192).")
-    var workerConcurrency = 192
+    var workerConcurrency = BenchStack.deployInFlight
     @Option(help: "How long the fake gateway takes to answer each SMS in the worker suite, in milliseconds (a real provider: 100–500).")
     var gatewayLatency = 0
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
@@ -595,9 +595,13 @@ struct BenchStack: Sendable {
         }
     }
 
-    /// Workers run with deploy/config/herald-worker.yaml's pool and parallelism (192 jobs in flight unless
-    /// `--worker-concurrency` says otherwise): claims and outcomes travel in batches, so a few connections
-    /// suffice (each idle one costs memory).
+    /// `workers.sms.concurrency` and `prefetch` in deploy/config/herald-worker.yaml: the bench's workers
+    /// run with what ships unless `--worker-concurrency` says otherwise.
+    static let deployInFlight = 192
+
+    /// Workers run with deploy/config/herald-worker.yaml's pool and parallelism (`deployInFlight` jobs in
+    /// flight unless `--worker-concurrency` says otherwise): claims and outcomes travel in batches, so a few
+    /// connections suffice (each idle one costs memory).
     static func workerEnvironment(inFlight: Int) -> [String: String] {
         ["HERALD_STORE_POOL_SIZE": "4", "HERALD_WORKERS_SMS_PREFETCH": String(inFlight), "HERALD_WORKERS_SMS_CONCURRENCY": String(inFlight)]
     }
@@ -609,8 +613,8 @@ struct BenchStack: Sendable {
     }
 
     static func start(
-        limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true, workerInFlight: Int = 192,
-        binDirectory: String? = nil, configure: (inout TestConfiguration) -> Void = { _ in }
+        limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true,
+        workerInFlight: Int = BenchStack.deployInFlight, binDirectory: String? = nil, configure: (inout TestConfiguration) -> Void = { _ in }
     ) async throws -> BenchStack {
         // Another build's executables by absolute path (the pair suite), else this build's.
         func executable(_ name: String) -> String { binDirectory.map { "\($0)/\(name)" } ?? name }
