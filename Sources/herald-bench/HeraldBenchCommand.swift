@@ -277,8 +277,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     "(b) sendVerificationCode at concurrency 64: %d accepted in %.1f s = %.0f req/s (%d refused); herald-api CPU %.0f µs per send",
                 ok, seconds, Double(ok) / seconds, failed, cpu))
         // Let the worker drain before the latency run.
-        _ = await eventually(timeout: .seconds(120)) { stack.gateway.received.count >= ok }
-        print("    worker drained: gateway received \(stack.gateway.received.count) SMS")
+        _ = await eventually(timeout: .seconds(120)) { stack.gateway.receivedCount >= ok }
+        print("    worker drained: gateway received \(stack.gateway.receivedCount) SMS")
         return (ok, Double(ok) / seconds, cpu)
     }
 
@@ -304,8 +304,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }), ("herald-bench (fake gateway)", { [getpid()] }),
             ])
             let drainStart = ContinuousClock.now
-            guard await eventually(timeout: .seconds(600), { stack.gateway.received.count >= backlog }) else {
-                throw TestFailure("the worker did not drain the backlog: \(stack.gateway.received.count) of \(backlog)")
+            guard await eventually(timeout: .seconds(600), { stack.gateway.receivedCount >= backlog }) else {
+                throw TestFailure("the worker did not drain the backlog: \(stack.gateway.receivedCount) of \(backlog)")
             }
             let seconds = (ContinuousClock.now - drainStart).seconds
             let cpu = cpuSeconds(worker.pid)
@@ -391,8 +391,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
             let started = ContinuousClock.now
             _ = try stack.startWorker()
-            guard await eventually(timeout: .seconds(300), { stack.gateway.received.count >= jobs }) else {
-                throw TestFailure("throttled jobs did not all arrive: \(stack.gateway.received.count) of \(jobs)")
+            guard await eventually(timeout: .seconds(300), { stack.gateway.receivedCount >= jobs }) else {
+                throw TestFailure("throttled jobs did not all arrive: \(stack.gateway.receivedCount) of \(jobs)")
             }
             let seconds = (ContinuousClock.now - started).seconds
             let metrics = try await HeraldClient(port: stack.settings.metricsPort).get("/metrics")
@@ -478,7 +478,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         let total = rate * latencySeconds
         let base = 50_000_000
         let answered = Locked([String: (requested: ContinuousClock.Instant, confirmed: ContinuousClock.Instant)]())
-        let arrivalsBefore = stack.gateway.received.count
+        let arrivalsBefore = stack.gateway.receivedCount
         let stagesBefore = await Self.sendStages(stack)
         let interval = Duration.seconds(1) / rate
         let start = ContinuousClock.now
@@ -500,7 +500,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
         }
         let sentIn = (ContinuousClock.now - start).seconds
-        _ = await eventually(timeout: .seconds(60)) { stack.gateway.received.count - arrivalsBefore >= answered.withLock { $0.count } }
+        _ = await eventually(timeout: .seconds(60)) { stack.gateway.receivedCount - arrivalsBefore >= answered.withLock { $0.count } }
         let arrivals = stack.arrivalInstants()
         // From the request leaving the client (the API then publishes and waits for the confirm) to the
         // SMS reaching the gateway; and the API's own answer time. The worker often gets the job before
