@@ -56,6 +56,14 @@ public final class FakeSMSGateway: Sendable {
 
     final class StateBox: Sendable {
         let state = Mutex(State())
+        /// Open connections, closed by `stop()` as a stopped provider would drop them.
+        let connections = Mutex([ObjectIdentifier: any Channel]())
+
+        func opened(_ channel: any Channel) {
+            let id = ObjectIdentifier(channel)
+            connections.withLock { $0[id] = channel }
+            channel.closeFuture.whenComplete { _ in _ = self.connections.withLock { $0.removeValue(forKey: id) } }
+        }
     }
 
     let stateBox: StateBox
@@ -77,7 +85,8 @@ public final class FakeSMSGateway: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                box.opened(channel)
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(GatewayHandler(box: box))
                 }
@@ -116,6 +125,7 @@ public final class FakeSMSGateway: Sendable {
     public func stop() async {
         release()
         try? await listener.close()
+        for channel in stateBox.connections.withLock({ Array($0.values) }) { try? await channel.close() }
     }
 }
 
@@ -184,7 +194,7 @@ private final class GatewayHandler: ChannelInboundHandler {
         let body = channel.allocator.buffer(string: reply.body)
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
-        for (name, value) in reply.headers { headers.add(name: name, value: value) }
+        for (name, value) in reply.headers { headers.replaceOrAdd(name: name, value: value) }
         headers.add(name: "Content-Length", value: String(body.readableBytes))
         if keepAlive == false { headers.add(name: "Connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: reply.status)

@@ -204,4 +204,16 @@ struct CurlClientTests {
         defer { unsized.shutdown() }
         #expect(try await openedAfterFirstWave(unsized) > 0)
     }
+
+    @Test("a provider that stops drops its kept-alive connection: the next transfer fails rather than reaching it")
+    func stoppedServer() async throws {
+        let gateway = try await FakeSMSGateway.start()
+        let first = try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data(#"{"to":"+15555550100"}"#.utf8)))
+        #expect(first.status == 200)
+        await gateway.stop()
+        await #expect(throws: (any Error).self) {
+            try await client.perform(CurlHTTPRequest(url: gateway.url, body: Data(#"{"to":"+15555550101"}"#.utf8)))
+        }
+        #expect(gateway.receivedCount == 1)
+    }
 }
