@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Metrics
+import PostgresNIO
 import Synchronization
 
 /// Group commit for PostgreSQL's hot paths: send admissions and the worker's claims and outcomes
@@ -27,7 +28,7 @@ final class PostgresBatcher: Sendable {
 
     private typealias Waiting = Coalescer<Operation, Answer>.Waiting
 
-    private let backend: any SQLBackend
+    private let backend: PostgresBackend
     private let queue = Coalescer<Operation, Answer>(inFlight: PostgresBatcher.inFlight, maximumBatch: PostgresBatcher.maximumBatch)
     /// Batches in flight at once. Two were measured at half the throughput of one: the second batch
     /// only waits on the first's row locks, and batches sharing a number can deadlock and retry.
@@ -39,7 +40,7 @@ final class PostgresBatcher: Sendable {
     /// Beyond this many operations a batch is cut (one call's JSON stays small; the rest go next).
     static let maximumBatch = 256
 
-    init(backend: any SQLBackend) {
+    init(backend: PostgresBackend) {
         self.backend = backend
     }
 
@@ -57,10 +58,7 @@ final class PostgresBatcher: Sendable {
     /// reaches only the one that caused it.
     private func run(_ batch: [Waiting]) async {
         do {
-            let rows = try await backend.statement(
-                """
-                SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v5(?::jsonb)
-                """, [.text(Self.body(batch.map(\.item)))])
+            let rows = try await backend.prepared(Call(operations: Self.body(batch.map(\.item))))
             var answers = [Answer?](repeating: nil, count: batch.count)
             for row in rows {
                 if let index = row.first?.int, answers.indices.contains(Int(index)) { answers[Int(index)] = Answer(row: Array(row.dropFirst())) }
@@ -77,6 +75,25 @@ final class PostgresBatcher: Sendable {
         } catch {
             for waiting in batch { waiting.continuation.resume(throwing: error) }
         }
+    }
+
+    /// The routine's call, prepared once per connection (`PostgresBackend.prepared`). The operations go as
+    /// text and are cast in the statement: a parameter typed jsonb would expect jsonb's binary form.
+    struct Call: PostgresPreparedStatement {
+        static let name = "herald_batch_v5"
+        static let sql = "SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v5($1::jsonb)"
+        static let bindingDataTypes: [PostgresDataType] = [.text]
+        typealias Row = [SQLValue]
+
+        let operations: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(operations)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> [SQLValue] { try row.map(PostgresSQLConnection.value) }
     }
 
     /// The batch as the function's JSON argument.

@@ -18,7 +18,7 @@ public final class SQLStore: HeraldStoreProtocol {
 
     init(backend: any SQLBackend) {
         self.backend = backend
-        self.batcher = backend.dialect == .postgres ? PostgresBatcher(backend: backend) : nil
+        self.batcher = (backend as? PostgresBackend).map { PostgresBatcher(backend: $0) }
     }
 
     /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema

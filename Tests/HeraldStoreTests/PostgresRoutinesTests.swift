@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldTesting
 import Logging
@@ -31,5 +32,28 @@ struct PostgresRoutinesTests {
         for (name, setting) in settings {
             #expect(setting.contains("enable_seqscan=off"), "\(name): \(setting)")
         }
+    }
+
+    /// The batch call is a prepared statement (`PostgresBackend.prepared`), and postgres-nio remembers a
+    /// failed preparation for the connection's life: without closing that connection, a process that
+    /// once called before its routines existed would fail every later batch on it.
+    @Test("a batch call that failed before the routines existed does not fail the next on the same connection")
+    func failedPreparationIsForgotten() async throws {
+        let url = try #require(try TestStore.postgres.freshURL())
+        let location = try StoreLocation(parsing: url)
+        // One connection, so both calls run on it (or on the pool's replacement of it).
+        let store = try await SQLStore.open(
+            HeraldConfiguration.Store(url: url, location: location, poolSize: 1, connectTimeout: .seconds(60)), migrate: false,
+            logger: Logger(label: "test"))
+        func record() async throws {
+            try await store.recordDelivery(
+                jobID: UUID(), status: .sent, reason: nil, segments: nil, providerMessageID: nil, detail: nil, now: Date())
+        }
+        await #expect(throws: StoreError.self) { try await record() }
+        guard case .postgres(let postgres) = location else { throw TestFailure("not a PostgreSQL URL: \(url)") }
+        try await store.migrate(schema: postgres.schema)
+        try await record()
+        await store.close()
+        await TestStore.dropSchema(of: url)
     }
 }
