@@ -107,7 +107,7 @@ final class PostgresBackend: SQLBackend {
 
     /// `statement` for a call made thousands of times a second: prepared once per connection (postgres-nio
     /// keeps it by `Statement.name`), then only bound and run. An unnamed statement is parsed, analysed
-    /// and planned again on every call: about 8 % of PostgreSQL's CPU in a c64 send run, spent on the
+    /// and planned again on every call: about 7 % of PostgreSQL's CPU in a c64 send run, spent on the
     /// one-line call of the batch routine.
     ///
     /// postgres-nio keeps a failed preparation's error for the connection's life and answers every later

@@ -77,7 +77,7 @@ public final class FakeSMSGateway: Sendable {
     ///
     /// Plain NIO HTTP/1.1 that answers on the connection's event loop, not a web framework: in the
     /// benchmarks this fake shares two cores with the broker, the store and the worker it measures, and
-    /// through Hummingbird it cost about 55 µs of CPU per SMS, as much as PostgreSQL's share of a job.
+    /// through Hummingbird it cost about 53 µs of CPU per SMS, as much as PostgreSQL's share of a job.
     public static func start() async throws -> FakeSMSGateway {
         let box = StateBox()
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

@@ -125,11 +125,11 @@ extension HeraldBenchCommand {
     /// Starts `stack`'s worker, waits until its gateway has `backlog` more SMS, stops the worker: its CPU
     /// per job, jobs/s and peak RSS.
     private func drained(_ stack: BenchStack) async throws -> (cpuPerJob: Double, perSecond: Double, peak: String) {
-        let before = stack.gateway.received.count
+        let before = stack.gateway.receivedCount
         let worker = try stack.startWorker()
         let started = ContinuousClock.now
-        guard await eventually(timeout: .seconds(600), { stack.gateway.received.count >= before + backlog }) else {
-            throw TestFailure("a worker did not drain its backlog: \(stack.gateway.received.count - before) of \(backlog)")
+        guard await eventually(timeout: .seconds(600), { stack.gateway.receivedCount >= before + backlog }) else {
+            throw TestFailure("a worker did not drain its backlog: \(stack.gateway.receivedCount - before) of \(backlog)")
         }
         let seconds = (ContinuousClock.now - started).seconds
         let result = (cpuSeconds(worker.pid) / Double(backlog) * 1_000_000, Double(backlog) / seconds, peak(worker.pid))

@@ -183,7 +183,7 @@ extension HeraldBenchCommand {
             if let ceiling = table.lastValue("broker: raw publish with confirms, 500 in flight, msg/s") {
                 table.add("API sends/s as a share of raw publish", variant.label, load.perSecond / ceiling * 100)
             }
-            _ = await eventually(timeout: .seconds(120)) { limited.gateway.received.count >= load.accepted }
+            _ = await eventually(timeout: .seconds(120)) { limited.gateway.receivedCount >= load.accepted }
             let withLimits = try await latency(limited, label: "(c) [\(variant.label)] with limits:")
             table.add("enqueue → gateway p99 ms at 500 req/s", variant.label, withLimits.endToEndP99)
             table.add("API: peak RSS MiB", variant.label, limited.apis.map { Self.mebibytes(statusField($0.pid, "VmHWM")) }.max() ?? .nan)
