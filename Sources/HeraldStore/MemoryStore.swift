@@ -509,8 +509,9 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     public func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let old = state.deliveries.values.map(\.record).filter { $0.updatedAt < date.keptToMilliseconds }.sorted { $0.updatedAt < $1.updatedAt }
-                .prefix(max(1, limit))
+            let cutoff = date.keptToMilliseconds
+            let old = state.deliveries.values.map(\.record).filter { $0.createdAt < cutoff && $0.updatedAt < cutoff }
+                .sorted { $0.createdAt < $1.createdAt }.prefix(max(1, limit))
             for record in old { state.deliveries[record.id] = nil }
             return old.count
         }

@@ -69,15 +69,19 @@ extension SQLStore {
     public func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int {
         try await run { db in
             try db.query(
-                """
-                DELETE FROM deliveries WHERE job_id IN (
-                  SELECT job_id FROM deliveries WHERE updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
-                RETURNING job_id
-                """,
+                "DELETE FROM deliveries WHERE job_id IN (\(Self.purgeCandidates)) RETURNING job_id",
                 [.integer(date.millisecondsSince1970), .integer(Int64(max(1, limit)))]
             ).count
         }
     }
+
+    /// The rows a purge pass deletes: `?1` the cutoff, `?2` how many. A row changes after it is created,
+    /// never before, so every row unchanged since the cutoff was also created before it, and the range
+    /// is read from `deliveries_created`. Asked by `updated_at_ms` alone, which no index leads with,
+    /// each pass (every minute, in every herald-api) read the whole ledger: 30 days of it by default.
+    static let purgeCandidates = """
+        SELECT job_id FROM deliveries WHERE created_at_ms < ?1 AND updated_at_ms < ?1 ORDER BY created_at_ms LIMIT ?2
+        """
 
     public func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws
         -> ReceiptResult

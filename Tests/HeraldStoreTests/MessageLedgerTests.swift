@@ -246,6 +246,36 @@ struct MessageLedgerTests {
 }
 
 extension MessageLedgerTests {
+    /// Every herald-api runs a purge pass a minute; asked by `updated_at_ms` alone, each read the whole
+    /// ledger. PostgreSQL gets statistics first (20,000 rows, ANALYZE), so its planner chooses as it
+    /// would on a real ledger.
+    @Test("a purge pass reads the ledger's oldest rows through deliveries_created, not the whole ledger", arguments: [StoreKind.sqlite, .postgres])
+    func purgeReadsTheCreatedIndex(_ kind: StoreKind) async throws {
+        let fixture = try StoreFixture(kind)
+        let store = try await fixture.openSQL()
+        do {
+            let plan = try await store.run { db -> String in
+                guard db.dialect == .postgres else {
+                    return try db.query("EXPLAIN QUERY PLAN " + SQLStore.purgeCandidates, [.integer(100), .integer(1000)])
+                        .compactMap { $0.last?.string }.joined(separator: "\n")
+                }
+                try db.query(
+                    """
+                    INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
+                    SELECT 'j' || n, 'p', 'sms', '+1', 'delivered', 1, n, n FROM generate_series(1, 20000) AS n
+                    """)
+                try db.query("ANALYZE deliveries")
+                let statement = SQLStore.purgeCandidates.replacingOccurrences(of: "?1", with: "100").replacingOccurrences(of: "?2", with: "1000")
+                return try db.query("EXPLAIN " + statement).compactMap { $0.first?.string }.joined(separator: "\n")
+            }
+            #expect(plan.contains("deliveries_created"), "\(plan)")
+        } catch {
+            await fixture.tearDown(store)
+            throw error
+        }
+        await fixture.tearDown(store)
+    }
+
     @Test("a receipt that beats the worker's record stays; receipts never touch a message that did not go out", arguments: StoreKind.allCases)
     func receiptRace(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
