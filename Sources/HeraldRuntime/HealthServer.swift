@@ -70,17 +70,20 @@ public struct HealthServer: Service {
     }
 }
 
-/// Child channels still open, to close them at shutdown.
-private final class OpenConnections: Sendable {
+/// Child channels still open, to close them at shutdown (a NIO server's own listener closes only itself).
+public final class OpenConnections: Sendable {
     private let channels = Mutex([ObjectIdentifier: any Channel]())
 
-    func add(_ channel: any Channel) {
+    public init() {}
+
+    /// Tracks `channel` until it closes.
+    public func add(_ channel: any Channel) {
         let id = ObjectIdentifier(channel)
         channels.withLock { $0[id] = channel }
         channel.closeFuture.whenComplete { _ in _ = self.channels.withLock { $0.removeValue(forKey: id) } }
     }
 
-    func all() -> [any Channel] { channels.withLock { Array($0.values) } }
+    public func all() -> [any Channel] { channels.withLock { Array($0.values) } }
 }
 
 /// Answers each request once its end arrives (a body, if any, is read and dropped). A connection must
@@ -153,13 +156,5 @@ private final class HealthHandler: ChannelInboundHandler {
         } else {
             written.whenComplete { _ in channel.close(promise: nil) }
         }
-    }
-}
-
-extension TimeAmount {
-    /// The NIO form of a configured duration.
-    public init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

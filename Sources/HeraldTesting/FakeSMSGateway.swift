@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -56,14 +57,8 @@ public final class FakeSMSGateway: Sendable {
 
     final class StateBox: Sendable {
         let state = Mutex(State())
-        /// Open connections, closed by `stop()` as a stopped provider would drop them.
-        let connections = Mutex([ObjectIdentifier: any Channel]())
-
-        func opened(_ channel: any Channel) {
-            let id = ObjectIdentifier(channel)
-            connections.withLock { $0[id] = channel }
-            channel.closeFuture.whenComplete { _ in _ = self.connections.withLock { $0.removeValue(forKey: id) } }
-        }
+        /// Closed by `stop()`, as a stopped provider would drop them.
+        let connections = OpenConnections()
     }
 
     let stateBox: StateBox
@@ -85,7 +80,7 @@ public final class FakeSMSGateway: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                box.opened(channel)
+                box.connections.add(channel)
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(GatewayHandler(box: box))
@@ -125,7 +120,7 @@ public final class FakeSMSGateway: Sendable {
     public func stop() async {
         release()
         try? await listener.close()
-        for channel in stateBox.connections.withLock({ Array($0.values) }) { try? await channel.close() }
+        for channel in stateBox.connections.all() { try? await channel.close() }
     }
 }
 

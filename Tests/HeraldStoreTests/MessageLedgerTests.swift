@@ -251,9 +251,8 @@ extension MessageLedgerTests {
     /// would on a real ledger.
     @Test("a purge pass reads the ledger's oldest rows through deliveries_created, not the whole ledger", arguments: [StoreKind.sqlite, .postgres])
     func purgeReadsTheCreatedIndex(_ kind: StoreKind) async throws {
-        let fixture = try StoreFixture(kind)
-        let store = try await fixture.openSQL()
-        do {
+        try await StoreFixture.with(kind) { _, opened in
+            let store = try #require(opened as? SQLStore)
             let plan = try await store.run { db -> String in
                 guard db.dialect == .postgres else {
                     return try db.query("EXPLAIN QUERY PLAN " + SQLStore.purgeCandidates, [.integer(100), .integer(1000)])
@@ -269,11 +268,7 @@ extension MessageLedgerTests {
                 return try db.query("EXPLAIN " + statement).compactMap { $0.first?.string }.joined(separator: "\n")
             }
             #expect(plan.contains("deliveries_created"), "\(plan)")
-        } catch {
-            await fixture.tearDown(store)
-            throw error
         }
-        await fixture.tearDown(store)
     }
 
     @Test("a receipt that beats the worker's record stays; receipts never touch a message that did not go out", arguments: StoreKind.allCases)

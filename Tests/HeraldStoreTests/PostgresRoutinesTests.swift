@@ -12,12 +12,7 @@ struct PostgresRoutinesTests {
     /// `PostgresRoutines`): every routine carries `enable_seqscan = off` in the database itself.
     @Test("every routine is stored with enable_seqscan = off, so a plan cached on a small table never scans a large one")
     func noSequentialScans() async throws {
-        let url = try #require(try TestStore.postgres.freshURL())
-        let location = try StoreLocation(parsing: url)
-        let store = try await SQLStore.open(
-            // A long wait for the connection, as StoreFixture's: under the whole suite one took over 5 s.
-            HeraldConfiguration.Store(url: url, location: location, poolSize: 1, connectTimeout: .seconds(60)), migrate: true,
-            logger: Logger(label: "test"))
+        let (store, url, _) = try await Self.freshStore(migrate: true)
         let rows = try await store.run { db in
             try db.query(
                 """
@@ -39,21 +34,28 @@ struct PostgresRoutinesTests {
     /// once called before its routines existed would fail every later batch on it.
     @Test("a batch call that failed before the routines existed does not fail the next on the same connection")
     func failedPreparationIsForgotten() async throws {
-        let url = try #require(try TestStore.postgres.freshURL())
-        let location = try StoreLocation(parsing: url)
-        // One connection, so both calls run on it (or on the pool's replacement of it).
-        let store = try await SQLStore.open(
-            HeraldConfiguration.Store(url: url, location: location, poolSize: 1, connectTimeout: .seconds(60)), migrate: false,
-            logger: Logger(label: "test"))
+        let (store, url, schema) = try await Self.freshStore(migrate: false)
         func record() async throws {
             try await store.recordDelivery(
                 jobID: UUID(), status: .sent, reason: nil, segments: nil, providerMessageID: nil, detail: nil, now: Date())
         }
         await #expect(throws: StoreError.self) { try await record() }
-        guard case .postgres(let postgres) = location else { throw TestFailure("not a PostgreSQL URL: \(url)") }
-        try await store.migrate(schema: postgres.schema)
+        try await store.migrate(schema: schema)
         try await record()
         await store.close()
         await TestStore.dropSchema(of: url)
+    }
+
+    /// A store on a fresh schema of the suite's PostgreSQL, with one connection: every call runs on it (or on
+    /// the pool's replacement of it). A long wait for the connection, as StoreFixture's: under the whole
+    /// suite one took over 5 s.
+    static func freshStore(migrate: Bool) async throws -> (store: SQLStore, url: String, schema: String?) {
+        let url = try #require(try TestStore.postgres.freshURL())
+        let location = try StoreLocation(parsing: url)
+        guard case .postgres(let postgres) = location else { throw TestFailure("not a PostgreSQL URL: \(url)") }
+        let store = try await SQLStore.open(
+            HeraldConfiguration.Store(url: url, location: location, poolSize: 1, connectTimeout: .seconds(60)), migrate: migrate,
+            logger: Logger(label: "test"))
+        return (store, url, postgres.schema)
     }
 }
