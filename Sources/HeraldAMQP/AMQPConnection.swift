@@ -86,6 +86,9 @@ public final class AMQPConnection: Service, Sendable {
         var started = false
         var finished = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Acks and nacks handed to the connection, and the frames that carried them (tests).
+        var settlements = 0
+        var settlementFrames = 0
     }
 
     let options: Options
@@ -122,6 +125,10 @@ public final class AMQPConnection: Service, Sendable {
 
     /// True while a connection is established and set up.
     public var isConnected: Bool { shared.withLock { $0.connected } }
+
+    /// Acks and nacks written so far, and the frames that carried them (`AckCoalescer` folds runs of
+    /// acks into one frame).
+    var settlementCounts: (settlements: Int, frames: Int) { shared.withLock { ($0.settlements, $0.settlementFrames) } }
 
     /// Starts the connection thread (once). Connecting happens in the background.
     public func start() {

@@ -36,6 +36,8 @@ final class ConnectionDriver {
     /// a plain TCP connection, whose socket is `rawSocket`.
     var outbound = OutboundFrames()
     var rawSocket: Int32?
+    /// The consumer's acks and nacks of this turn, written when the turn's frames are.
+    var settlements = AckCoalescer()
 
     // Consumer state. Once cancelled, a reconnect does not consume again.
     var consuming = false
@@ -125,6 +127,7 @@ final class ConnectionDriver {
             _ = amqp_set_rpc_timeout(state, &rpcTimeout)
             self.state = state
             outbound.removeAll()
+            settlements.reset()
             rawSocket = endpoint.tls ? nil : amqp_get_sockfd(state)
             try login(state, endpoint)
             amqp_channel_open(state, Self.mainChannel)
@@ -275,6 +278,7 @@ final class ConnectionDriver {
         }
         rawSocket = nil
         outbound.removeAll()
+        settlements.reset()
         owner.shared.withLock {
             $0.connected = false
             $0.endpoint = nil
@@ -360,20 +364,11 @@ final class ConnectionDriver {
             send(publish, on: state)
         case .settle(let tag, let generation, let settlement):
             // Tags of an older connection are void: the broker requeued those deliveries already.
-            guard let state, brokenReason == nil, generation == self.generation else { return }
-            if rawSocket != nil {
-                switch settlement {
-                case .ack: outbound.ack(tag: tag, channel: Self.mainChannel)
-                case .nack(let requeue): outbound.nack(tag: tag, requeue: requeue, channel: Self.mainChannel)
-                }
-                return
-            }
-            let status: Int32
+            guard state != nil, brokenReason == nil, generation == self.generation else { return }
             switch settlement {
-            case .ack: status = amqp_basic_ack(state, Self.mainChannel, tag, 0)
-            case .nack(let requeue): status = amqp_basic_nack(state, Self.mainChannel, tag, 0, requeue ? 1 : 0)
+            case .ack: settlements.ack(tag)
+            case .nack(let requeue): settlements.nack(tag, requeue: requeue)
             }
-            if status != AMQP_STATUS_OK.rawValue { markBroken("ack: \(String(cString: amqp_error_string2(status)))") }
         case .perform(let body):
             guard state != nil, brokenReason == nil else {
                 body(nil)
@@ -466,6 +461,7 @@ final class ConnectionDriver {
     /// waited out in `poll`, up to the publish timeout without progress, after which the connection is
     /// given up as rabbitmq-c would give up a frame it cannot write.
     func flushOutbound() {
+        if settlements.hasSettlements { writeSettlements() }
         guard outbound.isEmpty == false else { return }
         defer { outbound.removeAll() }
         guard let socket = rawSocket, state != nil, brokenReason == nil else { return }
@@ -491,6 +487,36 @@ final class ConnectionDriver {
                 }
                 var fd = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
                 _ = poll(&fd, 1, 100)
+            }
+        }
+    }
+
+    /// Turns this turn's acks and nacks into frames: into the turn's buffer on a plain TCP connection,
+    /// through rabbitmq-c (one write each) on a TLS one.
+    func writeSettlements() {
+        let settled = settlements.pending
+        let frames = settlements.frames()
+        owner.shared.withLock {
+            $0.settlements += settled
+            $0.settlementFrames += frames.count
+        }
+        guard let state, brokenReason == nil else { return }
+        for frame in frames {
+            if rawSocket != nil {
+                switch frame {
+                case .ack(let tag, let multiple): outbound.ack(tag: tag, multiple: multiple, channel: Self.mainChannel)
+                case .nack(let tag, let requeue): outbound.nack(tag: tag, requeue: requeue, channel: Self.mainChannel)
+                }
+                continue
+            }
+            let status: Int32
+            switch frame {
+            case .ack(let tag, let multiple): status = amqp_basic_ack(state, Self.mainChannel, tag, multiple ? 1 : 0)
+            case .nack(let tag, let requeue): status = amqp_basic_nack(state, Self.mainChannel, tag, 0, requeue ? 1 : 0)
+            }
+            if status != AMQP_STATUS_OK.rawValue {
+                markBroken("ack: \(String(cString: amqp_error_string2(status)))")
+                return
             }
         }
     }
@@ -547,6 +573,7 @@ final class ConnectionDriver {
                     on: channel, tag: deliver.delivery_tag, redelivered: deliver.redelivered != 0,
                     exchange: deliver.exchange.string, routingKey: deliver.routing_key.string)
             else { return }
+            if channel == Self.mainChannel { settlements.delivered(delivery.deliveryTag) }
             owner.deliveryContinuation.yield(delivery)
         case AMQP_BASIC_CANCEL_METHOD:
             // The broker cancelled our consumer (queue deleted, or failover): reconnect and consume again.

@@ -62,13 +62,13 @@ struct OutboundFrames {
         }
     }
 
-    /// `basic.ack` of one delivery.
-    mutating func ack(tag: UInt64, channel: UInt16) {
+    /// `basic.ack` of one delivery, or with `multiple` of every unacknowledged one up to `tag`.
+    mutating func ack(tag: UInt64, multiple: Bool = false, channel: UInt16) {
         frame(Self.methodFrame, channel) { out in
             out.u16(Self.basicClass)
             out.u16(Self.ackMethod)
             out.u64(tag)
-            out.u8(0)  // multiple
+            out.u8(multiple ? 1 : 0)
         }
     }
 

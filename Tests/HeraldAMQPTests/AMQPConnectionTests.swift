@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAMQP
+@testable import HeraldAMQP
 import HeraldCore
 import HeraldTesting
 import Logging
@@ -74,6 +74,65 @@ struct AMQPConnectionTests {
             consumer.nack(received[1], requeue: false)
             #expect(await eventually { (try? await TestBroker.depth(topology.deadQueue(.sms), using: admin)) == 1 })
             #expect(await eventually { (try? await TestBroker.depth(topology.workQueue(.sms), using: admin)) == 0 })
+            await consumer.shutdown()
+            await publisher.shutdown()
+        }
+    }
+
+    @Test("acks folded into multiple acks settle exactly what the consumer settled: nacked deliveries dead-letter or come back, none is lost")
+    func foldedAcks() async throws {
+        let topology = TestBroker.topology()
+        try await TestBroker.withTopology(topology) { admin in
+            let publisher = try await TestBroker.connection(.publisher)
+            let count = 300
+            for index in 0..<count {
+                try await publisher.publish(
+                    AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: Data("\(index)".utf8), messageID: "f\(index)"))
+            }
+            let consumer = try await TestBroker.connection(.consumer(queue: topology.workQueue(.sms), prefetch: count))
+            var received: [AMQPDelivery] = []
+            for await delivery in consumer.deliveries {
+                received.append(delivery)
+                if received.count == count { break }
+            }
+            try #require(received.count == count)
+            // Mostly in delivery order, as a worker's group commit finishes jobs, with every 7th
+            // dead-lettered, every 11th requeued, and the last third settled in a shuffled order.
+            var order = Array(0..<count)
+            var random = SplitMix(seed: 7)
+            for index in stride(from: count - 1, to: count * 2 / 3, by: -1) {
+                order.swapAt(index, count * 2 / 3 + random.next(below: index - count * 2 / 3 + 1))
+            }
+            var dead = Set<String>()
+            var requeued = Set<String>()
+            for index in order {
+                let delivery = received[index]
+                if index % 7 == 3 {
+                    consumer.nack(delivery, requeue: false)
+                    dead.insert(delivery.messageID ?? "")
+                } else if index % 11 == 5 {
+                    consumer.nack(delivery, requeue: true)
+                    requeued.insert(delivery.messageID ?? "")
+                } else {
+                    consumer.ack(delivery)
+                }
+                if index % 50 == 0 { await Task.yield() }
+            }
+            var again = Set<String>()
+            for await delivery in consumer.deliveries {
+                #expect(delivery.redelivered)
+                again.insert(delivery.messageID ?? "")
+                consumer.ack(delivery)
+                if again.count == requeued.count { break }
+            }
+            #expect(again == requeued)
+            #expect(await eventually { (try? await TestBroker.depth(topology.deadQueue(.sms), using: admin)) == dead.count })
+            #expect(await eventually { (try? await TestBroker.depth(topology.workQueue(.sms), using: admin)) == 0 })
+            let counts = consumer.settlementCounts
+            #expect(counts.settlements == count + requeued.count)
+            #expect(counts.frames < counts.settlements / 2, "\(counts.frames) frames for \(counts.settlements) settlements")
+            // Nothing else comes: every message was settled once and the channel is still open.
+            #expect(consumer.isConnected)
             await consumer.shutdown()
             await publisher.shutdown()
         }
