@@ -1,9 +1,10 @@
 import Foundation
-@testable import HeraldAMQP
 import HeraldCore
 import HeraldTesting
 import Logging
 import Testing
+
+@testable import HeraldAMQP
 
 @Suite("AMQP connection against a real broker")
 struct AMQPConnectionTests {
