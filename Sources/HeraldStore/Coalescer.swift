@@ -12,10 +12,13 @@ final class Coalescer<Item: Sendable, Answer: Sendable>: Sendable {
     private let state = Mutex<(waiting: [Waiting], running: Int)>(([], 0))
     let inFlight: Int
     let maximumBatch: Int
+    /// Where the draining task runs (nil: the global pool).
+    let executor: (any TaskExecutor)?
 
-    init(inFlight: Int, maximumBatch: Int) {
+    init(inFlight: Int, maximumBatch: Int, executor: (any TaskExecutor)? = nil) {
         self.inFlight = inFlight
         self.maximumBatch = maximumBatch
+        self.executor = executor
     }
 
     /// Queues `item`; when no batch is running, this caller starts draining the queue with `run`.
@@ -27,7 +30,7 @@ final class Coalescer<Item: Sendable, Answer: Sendable>: Sendable {
                 state.running += 1
                 return true
             }
-            if start { Task { await self.drain(run) } }
+            if start { Task(executorPreference: executor) { await self.drain(run) } }
         }
     }
 

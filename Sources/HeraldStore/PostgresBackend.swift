@@ -15,6 +15,10 @@ import Synchronization
 final class PostgresBackend: SQLBackend {
     let dialect = SQLDialect.postgres
     private let client: PostgresClient
+    /// The client's one event loop: every connection of the pool lives on it, and group commit runs
+    /// there (`executor`), so a batch goes out and its answer comes back on one thread.
+    private let loops: MultiThreadedEventLoopGroup
+    let executor: EventLoopTaskExecutor
     private let threads: NIOThreadPool
     private let runner: Task<Void, Never>
     /// Ends the lease waits that are past their deadline (`LeaseDeadlines`).
@@ -49,7 +53,9 @@ final class PostgresBackend: SQLBackend {
             startup.append(("search_path", schema))
         }
         configuration.options.additionalStartupParameters = startup
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.executor = EventLoopTaskExecutor(loops.next())
+        self.client = PostgresClient(configuration: configuration, eventLoopGroup: loops, backgroundLogger: logger)
         self.threads = NIOThreadPool(numberOfThreads: poolSize)
         threads.start()
         self.logger = logger
@@ -197,6 +203,7 @@ final class PostgresBackend: SQLBackend {
         await runner.value
         await sweeper.value
         try? await threads.shutdownGracefully()
+        try? await loops.shutdownGracefully()
     }
 }
 

@@ -29,7 +29,7 @@ final class PostgresBatcher: Sendable {
     private typealias Waiting = Coalescer<Operation, Answer>.Waiting
 
     private let backend: PostgresBackend
-    private let queue = Coalescer<Operation, Answer>(inFlight: PostgresBatcher.inFlight, maximumBatch: PostgresBatcher.maximumBatch)
+    private let queue: Coalescer<Operation, Answer>
     /// Batches in flight at once. Two were measured at half the throughput of one: the second batch
     /// only waits on the first's row locks, and batches sharing a number can deadlock and retry.
     static let inFlight = 1
@@ -42,6 +42,8 @@ final class PostgresBatcher: Sendable {
 
     init(backend: PostgresBackend) {
         self.backend = backend
+        // The batches run on the client's event loop (`EventLoopTaskExecutor`).
+        self.queue = Coalescer(inFlight: Self.inFlight, maximumBatch: Self.maximumBatch, executor: backend.executor)
     }
 
     func submit(_ operation: Operation) async throws -> Answer {
