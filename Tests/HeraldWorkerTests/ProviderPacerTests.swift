@@ -53,6 +53,74 @@ struct ProviderPacerTests {
     }
 }
 
+extension ProviderPacerTests {
+    @Test("a lease asks for the waiting jobs and, after a granted lease, as many again, within the lease size")
+    func leaseWanted() {
+        #expect(ProviderPacer.leaseWanted(waiting: 10, leaseSize: 100, ahead: true) == 20)
+        #expect(ProviderPacer.leaseWanted(waiting: 10, leaseSize: 100, ahead: false) == 10)
+        #expect(ProviderPacer.leaseWanted(waiting: 70, leaseSize: 100, ahead: true) == 100)
+        #expect(ProviderPacer.leaseWanted(waiting: 1, leaseSize: 1, ahead: true) == 1)
+        #expect(ProviderPacer.leaseWanted(waiting: 0, leaseSize: 100, ahead: true) == 0)
+    }
+
+    /// Time stands still, so the store's answers depend on the leases alone.
+    struct StoppedClock: WallClock {
+        let now: Date
+    }
+
+    @Test("tokens leased ahead go to the jobs that come next without asking the store; the rate is spent once")
+    func leasedAhead() async throws {
+        // 1,000/s with a burst of 100: a lease may ask for up to 100 tokens.
+        let fast = LimitCheck(kind: .provider, scope: "http", subject: "http", policy: RatePolicy(limit: 1000, period: .seconds(1), burst: 100))
+        let store = MemoryStore()
+        let clock = StoppedClock(now: Date())
+        let now = clock.now.microsecondsSince1970
+        let pacer = ProviderPacer(store: store, check: fast, clock: clock, logger: Logger(label: "test"))
+        func tat() async throws -> Int64 {
+            try #require(try await store.rateStates(kind: "provider", subject: "http", project: nil).first).tat
+        }
+        func serve(_ count: Int) async {
+            let tickets = (0..<count).map { _ in pacer.ticket() }
+            await withTaskGroup(of: JobLifecycle.Throttle.self) { group in
+                for ticket in tickets { group.addTask { await pacer.wait(ticket, expiresAt: Date().addingTimeInterval(60)) } }
+                for await answer in group { #expect(answer == .allowed) }
+            }
+            for ticket in tickets { pacer.leave(ticket) }
+        }
+        await serve(10)
+        // One lease of 20 tokens (1 ms each): 10 for the line, 10 ahead.
+        #expect(try await tat() == now + 20_000)
+        // The next 10 take the spare tokens: the store is not asked.
+        await serve(10)
+        #expect(try await tat() == now + 20_000)
+        // The 21st finds none left and leases again (2 tokens: itself and one ahead).
+        await serve(1)
+        #expect(try await tat() == now + 22_000)
+    }
+
+    @Test("when the tokens ahead do not fit the rate, the waiting jobs' own lease still goes through at once", .timeLimit(.minutes(1)))
+    func aheadRefused() async throws {
+        // 1,000/s with a burst of 20, 14 of it booked by others: six jobs wait, a lease of twelve (six
+        // ahead) does not fit, one of six does.
+        let check = LimitCheck(kind: .provider, scope: "http", subject: "http", policy: RatePolicy(limit: 1000, period: .seconds(1), burst: 20))
+        let store = MemoryStore()
+        let clock = StoppedClock(now: Date())
+        let now = clock.now.microsecondsSince1970
+        let parameters = GCRA.Parameters(check.policy)
+        for _ in 0..<14 { _ = try await store.rateDecision(key: check.key, parameters: parameters, now: now) }
+        let pacer = ProviderPacer(store: store, check: check, clock: clock, logger: Logger(label: "test"))
+        let tickets = (0..<6).map { _ in pacer.ticket() }
+        await withTaskGroup(of: JobLifecycle.Throttle.self) { group in
+            for ticket in tickets { group.addTask { await pacer.wait(ticket, expiresAt: Date().addingTimeInterval(60)) } }
+            for await answer in group { #expect(answer == .allowed) }
+        }
+        // Only the six were spent, and at once: asking for twelve again would never fit while time
+        // stands still.
+        let tat = try #require(try await store.rateStates(kind: "provider", subject: "http", project: nil).first).tat
+        #expect(tat == now + 20_000)
+    }
+}
+
 /// The order tokens arrived in, shared by the test's tasks.
 private final class Granted: Sendable {
     let order = Mutex<[Int]>([])
