@@ -261,7 +261,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "HeraldStoreTests", dependencies: ["HeraldCore", "HeraldStore", "HeraldTesting", .product(name: "Logging", package: "swift-log")],
+            name: "HeraldStoreTests",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldTesting", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldAPITests",
