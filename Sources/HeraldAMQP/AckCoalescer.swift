@@ -23,8 +23,8 @@ struct AckCoalescer {
         case nack(UInt64, requeue: Bool)
     }
 
-    /// Delivered and not yet covered by a written frame, in tag order from `head`.
-    private var delivered: [UInt64] = []
+    /// Delivered and not yet stepped over by a run, in tag order from `head`.
+    private var outstanding: [UInt64] = []
     private var head = 0
     private var lastDelivered: UInt64 = 0
     /// Settled by a frame already written while an older delivery was still unsettled.
@@ -34,7 +34,7 @@ struct AckCoalescer {
     private var nacks: [(tag: UInt64, requeue: Bool)] = []
 
     /// Deliveries waiting for a settlement, or settled ahead and not yet stepped over (tests).
-    var tracked: Int { delivered.count - head }
+    var tracked: Int { outstanding.count - head }
     var hasSettlements: Bool { acks.isEmpty == false || nacks.isEmpty == false }
     /// This turn's settlements (a tag acked twice in one turn counts once).
     var pending: Int { acks.count + nacks.count }
@@ -44,7 +44,7 @@ struct AckCoalescer {
     mutating func delivered(_ tag: UInt64) {
         guard tag > lastDelivered else { return }
         lastDelivered = tag
-        delivered.append(tag)
+        outstanding.append(tag)
     }
 
     mutating func ack(_ tag: UInt64) {
@@ -65,8 +65,8 @@ struct AckCoalescer {
 
         var run = 0
         var last: UInt64?
-        while head < delivered.count {
-            let tag = delivered[head]
+        while head < outstanding.count {
+            let tag = outstanding[head]
             if acks.remove(tag) != nil {
                 run += 1
                 last = tag
@@ -89,7 +89,7 @@ struct AckCoalescer {
 
     /// Forgets everything: the connection (and with it every delivery tag) is gone.
     mutating func reset() {
-        delivered.removeAll(keepingCapacity: true)
+        outstanding.removeAll(keepingCapacity: true)
         head = 0
         lastDelivered = 0
         settledAhead.removeAll()
@@ -100,21 +100,21 @@ struct AckCoalescer {
     /// Whether `tag` is a delivery still waiting to be stepped over (binary search: tags are in order).
     private func isTracked(_ tag: UInt64) -> Bool {
         var low = head
-        var high = delivered.count
+        var high = outstanding.count
         while low < high {
             let middle = (low + high) / 2
-            if delivered[middle] < tag { low = middle + 1 } else { high = middle }
+            if outstanding[middle] < tag { low = middle + 1 } else { high = middle }
         }
-        return low < delivered.count && delivered[low] == tag
+        return low < outstanding.count && outstanding[low] == tag
     }
 
     /// Drops covered tags once they are the larger part of the array.
     private mutating func compact() {
-        if head == delivered.count {
-            delivered.removeAll(keepingCapacity: true)
+        if head == outstanding.count {
+            outstanding.removeAll(keepingCapacity: true)
             head = 0
-        } else if head > 64, head * 2 > delivered.count {
-            delivered.removeFirst(head)
+        } else if head > 64, head * 2 > outstanding.count {
+            outstanding.removeFirst(head)
             head = 0
         }
     }

@@ -9,8 +9,8 @@ import PostgresNIO
 import Synchronization
 
 /// The backend for several machines: postgres-nio's connection pool (`PostgresClient`, `store.poolSize`
-/// connections per process) and a thread pool of the same size that runs `SQLStore`'s blocking
-/// statement sequences, one leased connection each. A sequence holds its connection for its whole
+/// connections per process, all on one event loop thread of their own) and a thread pool of the same
+/// size that runs `SQLStore`'s blocking statement sequences, one leased connection each. A sequence holds its connection for its whole
 /// length, so a transaction's statements all run on one connection.
 final class PostgresBackend: SQLBackend {
     let dialect = SQLDialect.postgres

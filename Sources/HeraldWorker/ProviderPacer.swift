@@ -99,7 +99,8 @@ final class ProviderPacer: Sendable {
                 state.waiters[ticket.number] = Waiter(expiresAt: expiresAt, continuation: continuation)
                 if state.spare > 0 {
                     // Tokens leased ahead: handed out here, without waiting for a turn of the pump.
-                    if clock.now.timeIntervalSince(state.leasedAt) > 1 { state.spare = 0 } else { handOut(&state) }
+                    lapseSpare(&state, now: clock.now)
+                    handOut(&state)
                     if state.waiters[ticket.number] == nil { return false }
                 }
                 guard state.pumping == false else { return false }
@@ -133,7 +134,7 @@ final class ProviderPacer: Sendable {
             // Hand out what is leased; stop when nobody at all waits.
             let lease = state.withLock { state -> (wanted: Int, exact: Int)? in
                 let now = clock.now
-                if state.spare > 0, now.timeIntervalSince(state.leasedAt) > 1 { state.spare = 0 }
+                lapseSpare(&state, now: now)
                 expireWaiters(&state, now: now)
                 handOut(&state)
                 guard state.line.contains(where: { state.waiters[$0]?.continuation != nil }) else {
@@ -190,6 +191,12 @@ final class ProviderPacer: Sendable {
     /// they can make.
     static func leaseWanted(waiting: Int, leaseSize: Int, ahead: Bool) -> Int {
         min(leaseSize, ahead ? waiting * 2 : waiting)
+    }
+
+    /// A token is only good for a moment: spare tokens older than a second lapse, or a quiet spell would
+    /// end in a burst above the rate.
+    private func lapseSpare(_ state: inout State, now: Date) {
+        if state.spare > 0, now.timeIntervalSince(state.leasedAt) > 1 { state.spare = 0 }
     }
 
     /// Tokens to tickets, in line order: a waiting ticket resumes, one still being checked is marked.
