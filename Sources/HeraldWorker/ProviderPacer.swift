@@ -37,8 +37,9 @@ final class ProviderPacer: Sendable {
         var spare = 0
         var leasedAt = Date.distantPast
         var pumping = false
-        /// Whether the last lease was granted: only then does the next one ask for tokens ahead.
-        var leaseGranted = true
+        /// Until when leases ask for the waiting jobs' tokens only: a lease with tokens ahead was refused
+        /// (the rate is spent), and asking for more than needed would cost a second round trip per lease.
+        var exactUntil = Date.distantPast
     }
 
     let store: any RateLimitStore
@@ -142,7 +143,7 @@ final class ProviderPacer: Sendable {
                     return nil
                 }
                 let exact = min(leaseSize, state.line.count)
-                return (Self.leaseWanted(waiting: state.line.count, leaseSize: leaseSize, ahead: state.leaseGranted), exact)
+                return (Self.leaseWanted(waiting: state.line.count, leaseSize: leaseSize, ahead: now >= state.exactUntil), exact)
             }
             guard let (wanted, exact) = lease else { return }
             let decision: GCRA.Decision
@@ -166,11 +167,12 @@ final class ProviderPacer: Sendable {
                 state.withLock { state in
                     state.spare += wanted
                     state.leasedAt = now
-                    state.leaseGranted = true
                 }
             } else if wanted > exact {
-                // The tokens ahead did not fit: ask again at once for the waiting jobs' alone.
-                state.withLock { $0.leaseGranted = false }
+                // The tokens ahead did not fit: ask again at once for the waiting jobs' alone, and lease no
+                // more than needed for a second.
+                let now = clock.now
+                state.withLock { $0.exactUntil = now.addingTimeInterval(1) }
             } else {
                 // Sleep until the lease fits, at most a second, so expiring tickets are noticed in time.
                 try? await Task.sleep(for: min(.seconds(1), max(.milliseconds(1), decision.retryAfterDuration)))
@@ -178,8 +180,9 @@ final class ProviderPacer: Sendable {
         }
     }
 
-    /// How many tokens a lease asks for: one per waiting job and, after a granted lease, as many again
-    /// for the jobs that arrive while it is out (at most `leaseSize` in all).
+    /// How many tokens a lease asks for: one per waiting job and, unless the rate refused tokens ahead in
+    /// the last second, as many again for the jobs that arrive while it is out (at most `leaseSize` in
+    /// all).
     ///
     /// Leasing only for the jobs already waiting made every job wait for a lease of its own: under a
     /// steady load, the jobs that arrive during one store round trip wait for the next, about one and a

@@ -54,7 +54,7 @@ struct ProviderPacerTests {
 }
 
 extension ProviderPacerTests {
-    @Test("a lease asks for the waiting jobs and, after a granted lease, as many again, within the lease size")
+    @Test("a lease asks for the waiting jobs and, unless tokens ahead were refused lately, as many again, within the lease size")
     func leaseWanted() {
         #expect(ProviderPacer.leaseWanted(waiting: 10, leaseSize: 100, ahead: true) == 20)
         #expect(ProviderPacer.leaseWanted(waiting: 10, leaseSize: 100, ahead: false) == 10)
@@ -68,6 +68,23 @@ extension ProviderPacerTests {
         let now: Date
     }
 
+    /// Time moves only when the test moves it.
+    final class SteppedClock: WallClock {
+        private let current: Mutex<Date>
+        init(_ start: Date) { current = Mutex(start) }
+        var now: Date { current.withLock { $0 } }
+        func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    }
+
+    static func serve(_ count: Int, on pacer: ProviderPacer) async {
+        let tickets = (0..<count).map { _ in pacer.ticket() }
+        await withTaskGroup(of: JobLifecycle.Throttle.self) { group in
+            for ticket in tickets { group.addTask { await pacer.wait(ticket, expiresAt: Date().addingTimeInterval(60)) } }
+            for await answer in group { #expect(answer == .allowed) }
+        }
+        for ticket in tickets { pacer.leave(ticket) }
+    }
+
     @Test("tokens leased ahead go to the jobs that come next without asking the store; the rate is spent once")
     func leasedAhead() async throws {
         // 1,000/s with a burst of 100: a lease may ask for up to 100 tokens.
@@ -79,14 +96,7 @@ extension ProviderPacerTests {
         func tat() async throws -> Int64 {
             try #require(try await store.rateStates(kind: "provider", subject: "http", project: nil).first).tat
         }
-        func serve(_ count: Int) async {
-            let tickets = (0..<count).map { _ in pacer.ticket() }
-            await withTaskGroup(of: JobLifecycle.Throttle.self) { group in
-                for ticket in tickets { group.addTask { await pacer.wait(ticket, expiresAt: Date().addingTimeInterval(60)) } }
-                for await answer in group { #expect(answer == .allowed) }
-            }
-            for ticket in tickets { pacer.leave(ticket) }
-        }
+        func serve(_ count: Int) async { await Self.serve(count, on: pacer) }
         await serve(10)
         // One lease of 20 tokens (1 ms each): 10 for the line, 10 ahead.
         #expect(try await tat() == now + 20_000)
@@ -104,20 +114,27 @@ extension ProviderPacerTests {
         // ahead) does not fit, one of six does.
         let check = LimitCheck(kind: .provider, scope: "http", subject: "http", policy: RatePolicy(limit: 1000, period: .seconds(1), burst: 20))
         let store = MemoryStore()
-        let clock = StoppedClock(now: Date())
+        let clock = SteppedClock(Date())
         let now = clock.now.microsecondsSince1970
         let parameters = GCRA.Parameters(check.policy)
         for _ in 0..<14 { _ = try await store.rateDecision(key: check.key, parameters: parameters, now: now) }
         let pacer = ProviderPacer(store: store, check: check, clock: clock, logger: Logger(label: "test"))
-        let tickets = (0..<6).map { _ in pacer.ticket() }
-        await withTaskGroup(of: JobLifecycle.Throttle.self) { group in
-            for ticket in tickets { group.addTask { await pacer.wait(ticket, expiresAt: Date().addingTimeInterval(60)) } }
-            for await answer in group { #expect(answer == .allowed) }
+        func tat() async throws -> Int64 {
+            try #require(try await store.rateStates(kind: "provider", subject: "http", project: nil).first).tat
         }
+        await Self.serve(6, on: pacer)
         // Only the six were spent, and at once: asking for twelve again would never fit while time
         // stands still.
-        let tat = try #require(try await store.rateStates(kind: "provider", subject: "http", project: nil).first).tat
-        #expect(tat == now + 20_000)
+        #expect(try await tat() == now + 20_000)
+        // For a second after the refusal, leases ask for the waiting jobs' tokens only, although the
+        // burst has room again 30 ms later: two jobs spend two tokens.
+        clock.advance(by: 0.030)
+        await Self.serve(2, on: pacer)
+        #expect(try await tat() == now + 30_000 + 2_000)
+        // After that second, leases take tokens ahead again: two jobs lease four.
+        clock.advance(by: 1.0)
+        await Self.serve(2, on: pacer)
+        #expect(try await tat() == now + 1_030_000 + 4_000)
     }
 }
 
