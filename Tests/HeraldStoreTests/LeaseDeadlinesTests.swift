@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldTesting
 import Logging
@@ -74,6 +75,37 @@ struct LeaseDeadlinesTests {
             let error = await #expect(throws: StoreError.self) { try await backend.statement("SELECT 1", []) }
             #expect(error?.kind == .unavailable, "\(String(describing: error))")
             #expect(error?.message.contains("no connection within") == true, "\(String(describing: error))")
+        }
+        await backend.close()
+    }
+
+    @Test("group commit, running on the client's event loop, also fails as unavailable when no connection comes in time")
+    func unreachableDatabaseBatch() async throws {
+        let location = StoreLocation.PostgresLocation(
+            host: "127.0.0.1", port: 1, user: "herald", password: nil, database: "herald", sslMode: .disable, schema: nil)
+        let backend = try PostgresBackend(
+            location: location, poolSize: 2, caFile: nil, leaseTimeout: .milliseconds(300), logger: Logger(label: "test"))
+        let batcher = PostgresBatcher(backend: backend)
+        // Several callers at once: one batch on the loop carries them, and each gets the failure.
+        await withTaskGroup(of: StoreError?.self) { group in
+            for _ in 0..<5 {
+                group.addTask {
+                    do {
+                        _ = try await batcher.submit(
+                            .record(
+                                jobID: UUID(), status: .sent, reason: nil, segments: nil, providerMessageID: nil, event: "test",
+                                now: Date()))
+                        return nil
+                    } catch let error as StoreError {
+                        return error
+                    } catch {
+                        return StoreError(.failed, "\(error)")
+                    }
+                }
+            }
+            for await error in group {
+                #expect(error?.kind == .unavailable, "\(String(describing: error))")
+            }
         }
         await backend.close()
     }
