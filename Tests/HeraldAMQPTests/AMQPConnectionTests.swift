@@ -131,7 +131,9 @@ struct AMQPConnectionTests {
             #expect(await eventually { (try? await TestBroker.depth(topology.workQueue(.sms), using: admin)) == 0 })
             let counts = consumer.settlementCounts
             #expect(counts.settlements == count + requeued.count)
-            #expect(counts.frames < counts.settlements / 2, "\(counts.frames) frames for \(counts.settlements) settlements")
+            // How many acks fold depends on how many settlements one turn of the connection thread finds,
+            // so only that some were folded is asserted here; the pure tests pin the folding itself.
+            #expect(counts.frames < counts.settlements, "\(counts.frames) frames for \(counts.settlements) settlements")
             // Nothing else comes: every message was settled once and the channel is still open.
             #expect(consumer.isConnected)
             await consumer.shutdown()
