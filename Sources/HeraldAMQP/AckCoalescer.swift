@@ -23,9 +23,8 @@ struct AckCoalescer {
         case nack(UInt64, requeue: Bool)
     }
 
-    /// Delivered and not yet stepped over by a run, in tag order from `head`.
-    private var outstanding: [UInt64] = []
-    private var head = 0
+    /// Delivered and not yet stepped over by a run, in tag order.
+    private var outstanding = TagQueue<UInt64>()
     private var lastDelivered: UInt64 = 0
     /// Settled by a frame already written while an older delivery was still unsettled.
     private var settledAhead: Set<UInt64> = []
@@ -34,7 +33,7 @@ struct AckCoalescer {
     private var nacks: [(tag: UInt64, requeue: Bool)] = []
 
     /// Deliveries waiting for a settlement, or settled ahead and not yet stepped over (tests).
-    var tracked: Int { outstanding.count - head }
+    var tracked: Int { outstanding.count }
     var hasSettlements: Bool { acks.isEmpty == false || nacks.isEmpty == false }
     /// This turn's settlements (a tag acked twice in one turn counts once).
     var pending: Int { acks.count + nacks.count }
@@ -65,57 +64,32 @@ struct AckCoalescer {
 
         var run = 0
         var last: UInt64?
-        while head < outstanding.count {
-            let tag = outstanding[head]
+        while let tag = outstanding.first {
             if acks.remove(tag) != nil {
                 run += 1
                 last = tag
             } else if nacked.remove(tag) == nil, settledAhead.remove(tag) == nil {
                 break
             }
-            head += 1
+            _ = outstanding.popFirst()
         }
         if let last { frames.append(.ack(last, multiple: run > 1)) }
 
         for tag in acks.sorted() {
             frames.append(.ack(tag, multiple: false))
-            if isTracked(tag) { settledAhead.insert(tag) }
+            if outstanding.contains(tag: tag) { settledAhead.insert(tag) }
         }
         acks.removeAll(keepingCapacity: true)
-        for tag in nacked where isTracked(tag) { settledAhead.insert(tag) }
-        compact()
+        for tag in nacked where outstanding.contains(tag: tag) { settledAhead.insert(tag) }
         return frames
     }
 
     /// Forgets everything: the connection (and with it every delivery tag) is gone.
     mutating func reset() {
-        outstanding.removeAll(keepingCapacity: true)
-        head = 0
+        outstanding.removeAll()
         lastDelivered = 0
         settledAhead.removeAll()
         acks.removeAll()
         nacks.removeAll()
-    }
-
-    /// Whether `tag` is a delivery still waiting to be stepped over (binary search: tags are in order).
-    private func isTracked(_ tag: UInt64) -> Bool {
-        var low = head
-        var high = outstanding.count
-        while low < high {
-            let middle = (low + high) / 2
-            if outstanding[middle] < tag { low = middle + 1 } else { high = middle }
-        }
-        return low < outstanding.count && outstanding[low] == tag
-    }
-
-    /// Drops covered tags once they are the larger part of the array.
-    private mutating func compact() {
-        if head == outstanding.count {
-            outstanding.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head > 64, head * 2 > outstanding.count {
-            outstanding.removeFirst(head)
-            head = 0
-        }
     }
 }

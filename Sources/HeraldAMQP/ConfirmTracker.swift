@@ -18,33 +18,32 @@ struct ConfirmTracker<Waiter> {
         case lost(String)
     }
 
-    private struct Entry {
-        var sequence: UInt64
+    private struct Entry: Tagged {
+        /// The publish's sequence number, which the broker's ack names.
+        var tag: UInt64
         var messageID: String?
         var deadline: ContinuousClock.Instant
         var waiter: Waiter
     }
 
-    /// Unsettled publishes in sequence order (`head` marks the first live one; settled ones before it
-    /// are dropped in bulk).
-    private var entries: [Entry] = []
-    private var head = 0
+    /// Unsettled publishes in sequence order.
+    private var entries = TagQueue<Entry>()
     private var nextSequence: UInt64 = 1
     /// Message ids the broker returned as unroutable and has not confirmed yet.
     private var returned: Set<String> = []
 
-    var count: Int { entries.count - head }
+    var count: Int { entries.count }
 
     /// The earliest deadline still pending. Deadlines come from one publish timeout per connection, so
     /// they grow with the sequence: the first pending one is the earliest.
-    var earliestDeadline: ContinuousClock.Instant? { head < entries.count ? entries[head].deadline : nil }
+    var earliestDeadline: ContinuousClock.Instant? { entries.first?.deadline }
 
     /// A publish went out; returns its sequence number.
     @discardableResult
     mutating func published(messageID: String?, deadline: ContinuousClock.Instant, waiter: Waiter) -> UInt64 {
         let sequence = nextSequence
         nextSequence += 1
-        entries.append(Entry(sequence: sequence, messageID: messageID, deadline: deadline, waiter: waiter))
+        entries.append(Entry(tag: sequence, messageID: messageID, deadline: deadline, waiter: waiter))
         return sequence
     }
 
@@ -72,20 +71,16 @@ struct ConfirmTracker<Waiter> {
     /// Publishes whose deadline passed by `now` (front of the line only: deadlines grow with the sequence).
     mutating func expired(now: ContinuousClock.Instant) -> [(Waiter, Outcome)] {
         var settled: [(Waiter, Outcome)] = []
-        while head < entries.count, entries[head].deadline <= now {
-            settled.append((entries[head].waiter, .timedOut))
-            head += 1
+        while let first = entries.first, first.deadline <= now, let entry = entries.popFirst() {
+            settled.append((entry.waiter, .timedOut))
         }
-        compact()
         return settled
     }
 
     /// The connection (and with it the channel) is gone: everything pending settles as lost, and the
     /// next channel counts from 1 again.
     mutating func connectionLost(_ reason: String) -> [(Waiter, Outcome)] {
-        let settled = entries[head...].map { ($0.waiter, Outcome.lost(reason)) }
-        entries = []
-        head = 0
+        let settled = entries.removeAll().map { ($0.waiter, Outcome.lost(reason)) }
         nextSequence = 1
         returned = []
         return settled
@@ -93,43 +88,11 @@ struct ConfirmTracker<Waiter> {
 
     /// Removes and returns the entries `tag` settles, in sequence order.
     private mutating func settle(_ tag: UInt64, multiple: Bool) -> [Entry] {
+        guard multiple else { return entries.remove(tag: tag).map { [$0] } ?? [] }
         var settled: [Entry] = []
-        if multiple {
-            while head < entries.count, entries[head].sequence <= tag {
-                settled.append(entries[head])
-                head += 1
-            }
-        } else if let index = position(of: tag) {
-            settled.append(entries[index])
-            if index == head {
-                head += 1
-            } else {
-                entries.remove(at: index)
-            }
+        while let first = entries.first, first.tag <= tag, let entry = entries.popFirst() {
+            settled.append(entry)
         }
-        compact()
         return settled
-    }
-
-    /// Binary search: entries are in sequence order.
-    private func position(of tag: UInt64) -> Int? {
-        var low = head
-        var high = entries.count
-        while low < high {
-            let middle = (low + high) / 2
-            if entries[middle].sequence < tag { low = middle + 1 } else { high = middle }
-        }
-        return low < entries.count && entries[low].sequence == tag ? low : nil
-    }
-
-    /// Drops settled entries once they are the larger part of the array.
-    private mutating func compact() {
-        if head == entries.count {
-            entries.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head > 64, head * 2 > entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
     }
 }

@@ -100,10 +100,8 @@ struct AMQPConnectionTests {
             // Mostly in delivery order, as a worker's group commit finishes jobs, with every 7th
             // dead-lettered, every 11th requeued, and the last third settled in a shuffled order.
             var order = Array(0..<count)
-            var random = SplitMix(seed: 7)
-            for index in stride(from: count - 1, to: count * 2 / 3, by: -1) {
-                order.swapAt(index, count * 2 / 3 + random.next(below: index - count * 2 / 3 + 1))
-            }
+            var random = SplitMix64(seed: 7)
+            order[(count * 2 / 3)...].shuffle(using: &random)
             var dead = Set<String>()
             var requeued = Set<String>()
             for index in order {

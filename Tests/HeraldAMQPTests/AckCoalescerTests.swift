@@ -1,3 +1,4 @@
+import HeraldTesting
 import Testing
 
 @testable import HeraldAMQP
@@ -131,7 +132,7 @@ struct AckCoalescerTests {
 
     @Test("random deliveries, settlements and turns: every delivery ends as the consumer settled it, with fewer frames")
     func randomTurns() {
-        var random = SplitMix(seed: 0x5EED)
+        var random = SplitMix64(seed: 0x5EED)
         var frameCount = 0
         var settlementCount = 0
         for _ in 0..<300 {
@@ -140,21 +141,21 @@ struct AckCoalescerTests {
             var wanted: [UInt64: BrokerModel.Outcome] = [:]
             var inFlight: [UInt64] = []
             var next: UInt64 = 1
-            let total = 1 + random.next(below: 120)
+            let total = 1 + Int.random(in: 0..<120, using: &random)
             while next <= total || inFlight.isEmpty == false {
                 // Deliveries up to a prefetch of 32.
-                while next <= total, inFlight.count < 32, random.next(below: 3) != 0 {
+                while next <= total, inFlight.count < 32, Int.random(in: 0..<3, using: &random) != 0 {
                     coalescer.delivered(next)
                     broker.unacked.insert(next)
                     inFlight.append(next)
                     next += 1
                 }
                 // A turn: some jobs finish, mostly oldest first, as a group commit's answers do.
-                let finishing = random.next(below: inFlight.count + 1)
+                let finishing = Int.random(in: 0..<inFlight.count + 1, using: &random)
                 for _ in 0..<finishing {
-                    let pick = random.next(below: 4) == 0 ? random.next(below: inFlight.count) : 0
+                    let pick = Int.random(in: 0..<4, using: &random) == 0 ? Int.random(in: 0..<inFlight.count, using: &random) : 0
                     let tag = inFlight.remove(at: pick)
-                    switch random.next(below: 10) {
+                    switch Int.random(in: 0..<10, using: &random) {
                     case 0:
                         coalescer.nack(tag, requeue: false)
                         wanted[tag] = .nacked(requeue: false)
@@ -179,18 +180,4 @@ struct AckCoalescerTests {
         }
         #expect(frameCount < settlementCount * 2 / 3, "\(frameCount) frames for \(settlementCount) settlements")
     }
-}
-
-/// A small seeded generator, so a failing sequence can be replayed.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(below bound: Int) -> Int { bound <= 1 ? 0 : Int(next() % UInt64(bound)) }
 }

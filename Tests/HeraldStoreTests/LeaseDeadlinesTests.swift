@@ -65,12 +65,17 @@ struct LeaseDeadlinesTests {
         #expect(deadlines.isEmpty)
     }
 
-    @Test("a PostgreSQL that cannot be reached fails a call as unavailable instead of holding it, and the pool is closed")
-    func unreachableDatabase() async throws {
+    /// A backend for a PostgreSQL that nothing answers for (port 1), giving up on a lease after 300 ms.
+    static func unreachableBackend(poolSize: Int) throws -> PostgresBackend {
         let location = StoreLocation.PostgresLocation(
             host: "127.0.0.1", port: 1, user: "herald", password: nil, database: "herald", sslMode: .disable, schema: nil)
-        let backend = try PostgresBackend(
-            location: location, poolSize: 4, caFile: nil, leaseTimeout: .milliseconds(300), logger: Logger(label: "test"))
+        return try PostgresBackend(
+            location: location, poolSize: poolSize, caFile: nil, leaseTimeout: .milliseconds(300), logger: Logger(label: "test"))
+    }
+
+    @Test("a PostgreSQL that cannot be reached fails a call as unavailable instead of holding it, and the pool is closed")
+    func unreachableDatabase() async throws {
+        let backend = try Self.unreachableBackend(poolSize: 4)
         for _ in 0..<3 {
             let error = await #expect(throws: StoreError.self) { try await backend.statement("SELECT 1", []) }
             #expect(error?.kind == .unavailable, "\(String(describing: error))")
@@ -81,10 +86,7 @@ struct LeaseDeadlinesTests {
 
     @Test("group commit, running on the client's event loop, also fails as unavailable when no connection comes in time")
     func unreachableDatabaseBatch() async throws {
-        let location = StoreLocation.PostgresLocation(
-            host: "127.0.0.1", port: 1, user: "herald", password: nil, database: "herald", sslMode: .disable, schema: nil)
-        let backend = try PostgresBackend(
-            location: location, poolSize: 2, caFile: nil, leaseTimeout: .milliseconds(300), logger: Logger(label: "test"))
+        let backend = try Self.unreachableBackend(poolSize: 2)
         let batcher = PostgresBatcher(backend: backend)
         // Several callers at once: one batch on the loop carries them, and each gets the failure.
         await withTaskGroup(of: StoreError?.self) { group in

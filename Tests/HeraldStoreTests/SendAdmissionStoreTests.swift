@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// A send's store work in one call (`admitSend`), and group commit underneath it, run against SQLite,
@@ -220,18 +221,5 @@ struct SendAdmissionStoreTests {
             // The walk is only worth something if it went through every verdict.
             #expect(seen == ["admitted", "refused", "tripped", "blocked"])
         }
-    }
-}
-
-/// A seeded generator (SplitMix64) for walks that must be the same every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
