@@ -11,9 +11,10 @@ import Synchronization
 /// a ticket when its delivery arrives (delivery order) and waits for its turn; one pump leases slices
 /// of the rate from the store (up to a tenth of a second's worth, or the burst, whichever is smaller)
 /// and gives them out ticket by ticket; under a steady load a lease also takes tokens for the jobs
-/// that arrive while it is out (`leaseWanted`), which take them without waiting. Jobs beyond `prefetch` wait in the broker's queue, unacked
-/// work the broker holds for free, so nothing is republished for the provider rate. A job whose turn
-/// would only come after it expires is told so and dropped as expired.
+/// that arrive while it is out (`leaseWanted`), which take them without waiting. Jobs beyond
+/// `prefetch` wait in the broker's queue, unacked work the broker holds for free, so nothing is
+/// republished for the provider rate. A job whose turn would only come after it expires is told so and
+/// dropped as expired.
 final class ProviderPacer: Sendable {
     /// A place in line.
     struct Ticket: Hashable, Sendable {
@@ -142,7 +143,7 @@ final class ProviderPacer: Sendable {
                     state.pumping = false
                     return nil
                 }
-                let exact = min(leaseSize, state.line.count)
+                let exact = Self.leaseWanted(waiting: state.line.count, leaseSize: leaseSize, ahead: false)
                 return (Self.leaseWanted(waiting: state.line.count, leaseSize: leaseSize, ahead: now >= state.exactUntil), exact)
             }
             guard let (wanted, exact) = lease else { return }
