@@ -412,7 +412,8 @@ public final class MemoryStore: HeraldStoreProtocol {
     ) async throws {
         state.withLock { state in
             guard var record = state.deliveries[jobID]?.record else { return }
-            if record.status != .delivered && record.status != .undelivered {
+            let final = record.status == .delivered || record.status == .undelivered
+            if !final && (status != .uncertain || record.status == .sending) {
                 record.status = status
                 record.lastError = reason
             }

@@ -43,7 +43,8 @@ enum PostgresRoutines {
     ///   pg_subtrans, which is how two APIs' batches fell to 900 sends/s).
     /// - `claim`: a worker claims a job (`SQLStore.claimDelivery`); verdict claimed (n1 attempt), unknown,
     ///   mismatch (note: the field), inDoubt (note: the owner) or finished (note: the status).
-    /// - `record`: a job's outcome, with its segments when sent and the provider's message id.
+    /// - `record`: a job's outcome, with its segments when sent and the provider's message id; never over
+    ///   delivered or undelivered, and `uncertain` only over `sending` (v6, see `SQLStore.recordDelivery`).
     /// Claims and records also append the message's event line (`MessageEvent.storedLine`); v3 (schema 6)
     /// added that, the worker's description of the job, and `throttled` as a claimable status.
     /// Concurrent calls share the transaction: rows every send updates (project, country, IP limits) are
@@ -61,7 +62,7 @@ enum PostgresRoutines {
     /// mismatched) runs in the loop below in batch order, as in v4. Answers one row per operation, in
     /// no particular order (the batcher reads `idx`).
     static let batch = """
-        CREATE OR REPLACE FUNCTION herald_batch_v5(p_ops jsonb)
+        CREATE OR REPLACE FUNCTION herald_batch_v6(p_ops jsonb)
         RETURNS TABLE (idx integer, verdict text, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, note text)
         LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
         DECLARE
@@ -109,8 +110,10 @@ enum PostgresRoutines {
                   AND (d.status IN ('pending', 'retrying', 'throttled') OR (d.status = 'sending' AND (c.v->>'reclaim')::boolean))
                 RETURNING c.i, d.attempts
             ), recorded AS (
-              UPDATE deliveries d SET status = CASE WHEN d.status IN ('delivered', 'undelivered') THEN d.status ELSE o.v->>'status' END,
-                  reason = CASE WHEN d.status IN ('delivered', 'undelivered') THEN d.reason ELSE o.v->>'reason' END,
+              UPDATE deliveries d SET status = CASE WHEN d.status IN ('delivered', 'undelivered') THEN d.status
+                    WHEN o.v->>'status' = 'uncertain' AND d.status <> 'sending' THEN d.status ELSE o.v->>'status' END,
+                  reason = CASE WHEN d.status IN ('delivered', 'undelivered') THEN d.reason
+                    WHEN o.v->>'status' = 'uncertain' AND d.status <> 'sending' THEN d.reason ELSE o.v->>'reason' END,
                   updated_at_ms = (o.v->>'nowMs')::bigint,
                   segments = COALESCE((o.v->>'segments')::bigint, d.segments), encoding = COALESCE(o.v->>'encoding', d.encoding),
                   provider_message_id = COALESCE(o.v->>'providerMessageId', d.provider_message_id),
@@ -164,8 +167,10 @@ enum PostgresRoutines {
                 END IF;
               END IF;
             WHEN 'record' THEN
-              UPDATE deliveries SET status = CASE WHEN status IN ('delivered', 'undelivered') THEN status ELSE v->>'status' END,
-                  reason = CASE WHEN status IN ('delivered', 'undelivered') THEN reason ELSE v->>'reason' END,
+              UPDATE deliveries SET status = CASE WHEN status IN ('delivered', 'undelivered') THEN status
+                    WHEN v->>'status' = 'uncertain' AND status <> 'sending' THEN status ELSE v->>'status' END,
+                  reason = CASE WHEN status IN ('delivered', 'undelivered') THEN reason
+                    WHEN v->>'status' = 'uncertain' AND status <> 'sending' THEN reason ELSE v->>'reason' END,
                   updated_at_ms = (v->>'nowMs')::bigint,
                   segments = COALESCE((v->>'segments')::bigint, segments), encoding = COALESCE(v->>'encoding', encoding),
                   provider_message_id = COALESCE(v->>'providerMessageId', provider_message_id),

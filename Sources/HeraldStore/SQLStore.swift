@@ -216,7 +216,7 @@ public final class SQLStore: HeraldStoreProtocol {
             case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
             default: break
             }
-            throw StoreError(.failed, "herald_batch_v5 answered a malformed claim")
+            throw StoreError(.failed, "herald_batch_v6 answered a malformed claim")
         }
         let id = jobID.lowercasedText
         let claimable = reclaimInDoubt ? "('pending', 'retrying', 'throttled', 'sending')" : "('pending', 'retrying', 'throttled')"
@@ -265,7 +265,11 @@ public final class SQLStore: HeraldStoreProtocol {
     static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
 
     /// A provider's receipt can arrive before the worker records that the gateway accepted the SMS:
-    /// an outcome never overwrites delivered or undelivered (its event is still added).
+    /// an outcome never overwrites delivered or undelivered (its event is still added). And `uncertain`
+    /// only replaces `sending`: a copy of a job that found it in doubt (another attempt was still
+    /// sending) records it after that attempt may already have recorded `sent`, which must stand, or an
+    /// operator would be asked to settle a message that was sent. Both stores and the memory model
+    /// keep these rules (`herald_batch_v6` on PostgreSQL).
     public func recordDelivery(
         jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, detail: String?, now: Date
     ) async throws {
@@ -279,11 +283,13 @@ public final class SQLStore: HeraldStoreProtocol {
         try await run { db in
             try db.query(
                 """
-                UPDATE deliveries SET status = CASE WHEN status IN ('delivered', 'undelivered') THEN status ELSE ? END,
-                  reason = CASE WHEN status IN ('delivered', 'undelivered') THEN reason ELSE ? END, updated_at_ms = ?,
-                  segments = COALESCE(?, segments), encoding = COALESCE(?, encoding),
-                  provider_message_id = COALESCE(?, provider_message_id), events = COALESCE(events, '') || ?
-                WHERE job_id = ?
+                UPDATE deliveries SET status = CASE WHEN status IN ('delivered', 'undelivered') THEN status
+                    WHEN ?1 = 'uncertain' AND status <> 'sending' THEN status ELSE ?1 END,
+                  reason = CASE WHEN status IN ('delivered', 'undelivered') THEN reason
+                    WHEN ?1 = 'uncertain' AND status <> 'sending' THEN reason ELSE ?2 END, updated_at_ms = ?3,
+                  segments = COALESCE(?4, segments), encoding = COALESCE(?5, encoding),
+                  provider_message_id = COALESCE(?6, provider_message_id), events = COALESCE(events, '') || ?7
+                WHERE job_id = ?8
                 """,
                 [
                     .text(status.rawValue), Self.optional(reason), .integer(now.millisecondsSince1970),

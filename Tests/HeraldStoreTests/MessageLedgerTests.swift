@@ -4,7 +4,7 @@ import Testing
 
 @testable import HeraldStore
 
-/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v5`) and the memory
+/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v6`) and the memory
 /// store: each transition kept as an event, listings newest first with filters and stable paging, the
 /// purge after retention.
 @Suite("Message ledger")
@@ -12,7 +12,7 @@ struct MessageLedgerTests {
     static let base = Date(timeIntervalSince1970: 1_790_000_000)
 
     /// Many workers' claims and outcomes at once go to the store together (one group commit on SQLite,
-    /// one `herald_batch_v5` call on PostgreSQL, where successful claims and outcomes of jobs named
+    /// one `herald_batch_v6` call on PostgreSQL, where successful claims and outcomes of jobs named
     /// once are two set-based statements and everything else runs one by one): each is answered and
     /// recorded as if it had come alone.
     @Test("claims and outcomes arriving together are each answered and recorded as if alone", arguments: StoreKind.allCases)
@@ -106,6 +106,42 @@ struct MessageLedgerTests {
             let retried = try #require(try await store.message(id: jobs[1]))
             #expect(retried.events.map(\.status) == [.queued, .sending, .queued, .sending])
             #expect(retried.events.last?.detail == "attempt 2 by w2")
+        }
+    }
+
+    /// A second copy of a job that finds it still sending is in doubt and records `uncertain`; by then the
+    /// first attempt may have recorded its outcome, which must stand (an operator would otherwise settle a
+    /// message that was sent). Over `sending` itself, `uncertain` is recorded as before.
+    @Test("an in-doubt copy's uncertain replaces only sending, never the outcome recorded meanwhile", arguments: StoreKind.allCases)
+    func uncertainOnlyOverSending(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let t = Self.base
+            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http", producer: "herald-api")
+            func claim(_ job: UUID, _ owner: String) async throws -> DeliveryClaim {
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+447700900123", owner: owner, description: description,
+                    now: t.addingTimeInterval(1), reclaimInDoubt: false)
+            }
+            let raced = UUID()
+            let alone = UUID()
+            for job in [raced, alone] {
+                try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+447700900123", now: t)
+                #expect(try await claim(job, "w1") == .claimed(attempt: 1))
+                #expect(try await claim(job, "w2") == .inDoubt(owner: "w1"))
+            }
+            try await store.recordDelivery(
+                jobID: raced, status: .sent, reason: nil, segments: nil, providerMessageID: "gw-1", detail: nil, now: t.addingTimeInterval(2))
+            for job in [raced, alone] {
+                try await store.recordDelivery(
+                    jobID: job, status: .uncertain, reason: "an earlier attempt by w1 may have reached the provider", segments: nil,
+                    providerMessageID: nil, detail: nil, now: t.addingTimeInterval(3))
+            }
+            let sent = try #require(try await store.message(id: raced))
+            #expect(sent.status == .sent)
+            #expect(sent.lastError == nil)
+            // The copy's verdict is still in the history.
+            #expect(sent.events.map(\.status) == [.queued, .sending, .sent, .uncertain])
+            #expect(try await store.message(id: alone)?.status == .uncertain)
         }
     }
 
@@ -331,6 +367,9 @@ extension MessageLedgerTests {
 
             let other = UUID()
             try await store.recordPending(jobID: other, projectID: "p", type: .sms, destination: "+15555550100", now: Self.base)
+            // Uncertain only follows a claim (`uncertainOnlyOverSending`).
+            _ = try await store.claimDelivery(
+                jobID: other, projectID: "p", type: .sms, destination: "+15555550100", owner: "w1", now: Self.base, reclaimInDoubt: false)
             try await store.recordDelivery(jobID: other, status: .uncertain, reason: "no answer", now: Self.base)
             #expect(try await store.resolveUncertain(jobID: other, resolution: .sent, decidedBy: "ops", now: Self.base.addingTimeInterval(1)))
             #expect(try await store.message(id: other)?.status == .sent)

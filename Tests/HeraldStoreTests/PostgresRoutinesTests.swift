@@ -23,7 +23,7 @@ struct PostgresRoutinesTests {
         await store.close()
         await TestStore.dropSchema(of: url)
         let settings = Dictionary(uniqueKeysWithValues: rows.compactMap { row in row.first?.string.map { ($0, row[1].string ?? "") } })
-        #expect(settings.keys.sorted() == ["herald_admit_send_v1", "herald_batch_v5", "herald_refund_v1"])
+        #expect(settings.keys.sorted() == ["herald_admit_send_v1", "herald_batch_v6", "herald_refund_v1"])
         for (name, setting) in settings {
             #expect(setting.contains("enable_seqscan=off"), "\(name): \(setting)")
         }
@@ -42,6 +42,26 @@ struct PostgresRoutinesTests {
         await #expect(throws: StoreError.self) { try await record() }
         try await store.migrate(schema: schema)
         try await record()
+        await store.close()
+        await TestStore.dropSchema(of: url)
+    }
+
+    @Test("in one batch that names a job twice (the routine's loop), an uncertain after the outcome leaves the outcome")
+    func uncertainAfterOutcomeInOneBatch() async throws {
+        let (store, url, _) = try await Self.freshStore(migrate: true)
+        let job = UUID()
+        let now = Date()
+        try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+447700900123", now: now)
+        _ = try await store.claimDelivery(
+            jobID: job, projectID: "p", type: .sms, destination: "+447700900123", owner: "w1",
+            description: DeliveryDescription(template: nil, locale: nil, provider: nil, producer: nil), now: now, reclaimInDoubt: false)
+        let batch = PostgresBatcher.body([
+            .record(jobID: job, status: .sent, reason: nil, segments: nil, providerMessageID: nil, event: "", now: now),
+            .record(jobID: job, status: .uncertain, reason: "in doubt", segments: nil, providerMessageID: nil, event: "", now: now),
+        ])
+        let rows = try await store.backend.statement("SELECT idx, verdict FROM herald_batch_v6(?::jsonb)", [.text(batch)])
+        #expect(rows.map { $0[1].string } == ["done", "done"])
+        #expect(try await store.deliveryStatus(jobID: job)?.status == .sent)
         await store.close()
         await TestStore.dropSchema(of: url)
     }

@@ -225,6 +225,9 @@ struct EmailEndToEndTests {
             let jobs = AMQPJobPublisher(connection: publisher, topology: stack.topology, keys: stack.keys)
             try await jobs.publish(job(once, expiresIn: 3600), traceparent: .random())
             _ = try await Self.waitForMail(sink, stack)
+            // The copy must find the job handled: the outcome is recorded just after the mail is accepted.
+            // (A copy arriving before that finds it in doubt; `MessageLedgerTests` covers that race.)
+            #expect(await eventually { (try? await store.deliveryStatus(jobID: once))??.status == .sent })
             try await jobs.publish(job(once, expiresIn: 3600), traceparent: .random())
             try await jobs.publish(job(late, expiresIn: -1), traceparent: .random())
             #expect(await eventually { (try? await store.deliveryStatus(jobID: late))??.status == .expired })
