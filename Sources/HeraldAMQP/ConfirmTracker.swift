@@ -70,11 +70,7 @@ struct ConfirmTracker<Waiter> {
 
     /// Publishes whose deadline passed by `now` (front of the line only: deadlines grow with the sequence).
     mutating func expired(now: ContinuousClock.Instant) -> [(Waiter, Outcome)] {
-        var settled: [(Waiter, Outcome)] = []
-        while let first = entries.first, first.deadline <= now, let entry = entries.popFirst() {
-            settled.append((entry.waiter, .timedOut))
-        }
-        return settled
+        entries.removeFirst { $0.deadline <= now }.map { ($0.waiter, .timedOut) }
     }
 
     /// The connection (and with it the channel) is gone: everything pending settles as lost, and the
@@ -89,10 +85,6 @@ struct ConfirmTracker<Waiter> {
     /// Removes and returns the entries `tag` settles, in sequence order.
     private mutating func settle(_ tag: UInt64, multiple: Bool) -> [Entry] {
         guard multiple else { return entries.remove(tag: tag).map { [$0] } ?? [] }
-        var settled: [Entry] = []
-        while let first = entries.first, first.tag <= tag, let entry = entries.popFirst() {
-            settled.append(entry)
-        }
-        return settled
+        return entries.removeFirst { $0.tag <= tag }
     }
 }

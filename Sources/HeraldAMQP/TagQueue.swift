@@ -25,6 +25,16 @@ struct TagQueue<Element: Tagged> {
         return elements[head]
     }
 
+    /// Removes and returns the leading elements that satisfy `predicate`, in order.
+    mutating func removeFirst(while predicate: (Element) -> Bool) -> [Element] {
+        let start = head
+        while head < elements.count, predicate(elements[head]) { head += 1 }
+        guard head > start else { return [] }
+        let taken = Array(elements[start..<head])
+        compact()
+        return taken
+    }
+
     /// Removes and returns the element with `tag`, wherever it is.
     mutating func remove(tag: UInt64) -> Element? {
         guard let index = position(of: tag) else { return nil }
