@@ -133,7 +133,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         if suite == "limits" {
             for variant in variants where variant.apis == 1 {
                 try await limiterDecisions(variant.store)
-                var answerTimes: [String: (p50: Double, p99: Double, endToEndP99: Double)] = [:]
+                var answerTimes: [String: (p50: Double, p99: Double, endToEndP99: Double, disk: DiskSyncWatch.Summary?)] = [:]
                 for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", Self.measuredLimits)] {
                     let stack = try await BenchStack.start(limits: limits, store: variant.store)
                     do {
@@ -474,7 +474,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
 
     /// (c) Open-loop load at a fixed rate: time from the request to the gateway's receipt, and to the
     /// API's answer (returned as p50/p99 in ms).
-    func latency(_ stack: BenchStack, label: String) async throws -> (p50: Double, p99: Double, endToEndP99: Double) {
+    func latency(_ stack: BenchStack, label: String) async throws -> (
+        p50: Double, p99: Double, endToEndP99: Double, disk: DiskSyncWatch.Summary?
+    ) {
         let total = rate * latencySeconds
         let base = 50_000_000
         let answered = Locked([String: (requested: ContinuousClock.Instant, confirmed: ContinuousClock.Instant)]())
@@ -483,6 +485,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         let interval = Duration.seconds(1) / rate
         let start = ContinuousClock.now
         let refused = Locked(0)
+        let diskWatch = DiskSyncWatch()
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<total {
                 try? await Task.sleep(until: start + interval * index)
@@ -500,6 +503,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             }
         }
         let sentIn = (ContinuousClock.now - start).seconds
+        let disk = diskWatch.stop()
         _ = await eventually(timeout: .seconds(60)) { stack.gateway.receivedCount - arrivalsBefore >= answered.withLock { $0.count } }
         let arrivals = stack.arrivalInstants()
         // From the request leaving the client (the API then publishes and waits for the confirm) to the
@@ -527,6 +531,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             String(
                 format: "    request → API answer (after the broker's confirm): p50 %.1f ms, p99 %.1f ms",
                 percentile(answerTimes, 0.5), percentile(answerTimes, 0.99)))
+        if let disk { print(disk.line) }
         if let before = stagesBefore, let after = await Self.sendStages(stack) {
             func mean(_ name: String) -> Double {
                 let count = (after[name + "_count"] ?? 0) - (before[name + "_count"] ?? 0)
@@ -538,7 +543,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     stack.apis.count > 1 ? " (the first)" : "", mean("herald_api_admission_seconds"),
                     mean("herald_api_publish_confirm_seconds")))
         }
-        return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99), percentile(endToEnd, 0.99))
+        return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99), percentile(endToEnd, 0.99), disk)
     }
 
     /// The `_sum` and `_count` lines of herald-api's send-stage timers (the first API's /metrics), to

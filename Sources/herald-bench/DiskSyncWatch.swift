@@ -1,0 +1,85 @@
+import Foundation
+import HeraldCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How long the disk takes to make a small write durable while a run is under way: one 8 KiB `pwrite`
+/// and `fdatasync` every 10 ms, on a thread of its own, in the temporary directory (on this machine
+/// the disk the SQLite store and, under `make bench`, PostgreSQL and RabbitMQ write to).
+///
+/// Every answer waits for two such syncs (the admission's commit on PostgreSQL, the broker's confirm on
+/// both stores), so a round whose p99 stands out can be told apart: the disk stalled too, or it did not
+/// and the time went elsewhere. A hundred small syncs a second is little beside the stores' own.
+final class DiskSyncWatch: Sendable {
+    struct Summary: Equatable {
+        var count: Int
+        var p50: Double
+        var p99: Double
+        var max: Double
+
+        /// Milliseconds, summarised; `nil` when nothing was measured.
+        init?(milliseconds: [Double]) {
+            guard milliseconds.isEmpty == false else { return nil }
+            let sorted = milliseconds.sorted()
+            func at(_ fraction: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] }
+            self.count = sorted.count
+            self.p50 = at(0.5)
+            self.p99 = at(0.99)
+            self.max = sorted[sorted.count - 1]
+        }
+
+        var line: String {
+            String(
+                format: "    disk: 8 KiB write + fdatasync every 10 ms meanwhile: p50 %.2f ms, p99 %.1f ms, max %.1f ms (%d syncs)", p50, p99, max,
+                count)
+        }
+    }
+
+    private struct State {
+        var running = true
+        var samples: [Double] = []
+        var failed = false
+    }
+
+    private let state = Mutex(State())
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts measuring at once; `stop()` ends it. Nothing is measured if the file cannot be written.
+    init() {
+        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("herald-bench-sync-\(UUID().uuidString.prefix(8))")
+        let thread = Thread { [self] in
+            defer { done.signal() }
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard descriptor >= 0 else { return state.withLock { $0.failed = true } }
+            defer {
+                close(descriptor)
+                unlink(path)
+            }
+            let block = [UInt8](repeating: 0x5A, count: 8192)
+            while state.withLock({ $0.running }) {
+                let started = ContinuousClock.now
+                let written = block.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+                guard written == block.count, fdatasync(descriptor) == 0 else { return state.withLock { $0.failed = true } }
+                let took = (ContinuousClock.now - started).seconds * 1000
+                state.withLock { $0.samples.append(took) }
+                usleep(10_000)
+            }
+        }
+        thread.name = "bench.disk-sync"
+        thread.start()
+    }
+
+    /// Stops the thread (waiting for its last sync) and summarises what it measured.
+    func stop() -> Summary? {
+        let wasRunning = state.withLock { state in
+            defer { state.running = false }
+            return state.running
+        }
+        guard wasRunning else { return nil }
+        done.wait()
+        return state.withLock { $0.failed ? nil : Summary(milliseconds: $0.samples) }
+    }
+}
