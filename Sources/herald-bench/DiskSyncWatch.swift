@@ -7,8 +7,9 @@ import Synchronization
 #endif
 
 /// How long the disk takes to make a small write durable while a run is under way: one 8 KiB `pwrite`
-/// and `fdatasync` every 10 ms, on a thread of its own, in the temporary directory (on this machine
-/// the disk the SQLite store and, under `make bench`, PostgreSQL and RabbitMQ write to).
+/// and `fdatasync` every 10 ms, on a thread of its own, in the scripts' state directory
+/// (`HERALD_STATE_DIR`, default `.herald`, where `scripts/broker.sh` and `scripts/postgres.sh` keep
+/// RabbitMQ's and PostgreSQL's data), or the temporary directory when there is none.
 ///
 /// Every answer waits for two such syncs (the admission's commit on PostgreSQL, the broker's confirm on
 /// both stores), so a round whose p99 stands out can be told apart: the disk stalled too, or it did not
@@ -49,7 +50,7 @@ final class DiskSyncWatch: Sendable {
 
     /// Starts measuring at once; `stop()` ends it. Nothing is measured if the file cannot be written.
     init() {
-        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("herald-bench-sync-\(UUID().uuidString.prefix(8))")
+        let path = (Self.directory as NSString).appendingPathComponent("herald-bench-sync-\(UUID().uuidString.prefix(8))")
         let thread = Thread { [self] in
             defer { done.signal() }
             let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -70,6 +71,13 @@ final class DiskSyncWatch: Sendable {
         }
         thread.name = "bench.disk-sync"
         thread.start()
+    }
+
+    /// The stores' directory when the scripts made one (a temporary directory may be memory).
+    static var directory: String {
+        let state = ProcessInfo.processInfo.environment["HERALD_STATE_DIR"] ?? ".herald"
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: state, isDirectory: &isDirectory) && isDirectory.boolValue ? state : NSTemporaryDirectory()
     }
 
     /// Stops the thread (waiting for its last sync) and summarises what it measured.
