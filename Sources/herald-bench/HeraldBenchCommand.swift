@@ -287,7 +287,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     /// worker's CPU per job.
     @discardableResult
     func workerDrain(_ kind: TestStore, label: String) async throws -> (
-        perSecond: Double, cpuPerJob: Double, peakMiB: Double, cpuShares: [(String, Double)]
+        perSecond: Double, cpuPerJob: Double, peakMiB: Double, cpuShares: [(String, Double)], disk: DiskSyncWatch.Summary?
     ) {
         let stack = try await BenchStack.start(limits: Self.noLimits, store: kind, worker: false, workerInFlight: workerConcurrency)
         do {
@@ -304,13 +304,17 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 ("PostgreSQL", { ProcessCPU.pids(named: "postgres") }), ("herald-bench (fake gateway)", { [getpid()] }),
             ])
             let drainStart = ContinuousClock.now
-            guard await eventually(timeout: .seconds(600), { stack.gateway.receivedCount >= backlog }) else {
+            // Every claim and outcome is a durable write: a drain that stalls may be the disk's doing.
+            let diskWatch = DiskSyncWatch()
+            let drainedAll = await eventually(timeout: .seconds(600)) { stack.gateway.receivedCount >= backlog }
+            let disk = diskWatch.stop()
+            guard drainedAll else {
                 throw TestFailure("the worker did not drain the backlog: \(stack.gateway.receivedCount) of \(backlog)")
             }
             let seconds = (ContinuousClock.now - drainStart).seconds
             let cpu = cpuSeconds(worker.pid)
             let shares = watch.used().shares
-            let result = (Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, Self.mebibytes(peak(worker.pid)), shares)
+            let result = (Double(backlog) / seconds, cpu / Double(backlog) * 1_000_000, Self.mebibytes(peak(worker.pid)), shares, disk)
             print(
                 String(
                     format:
@@ -319,6 +323,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     peak(worker.pid),
                     statusField(worker.pid, "RssAnon"), statusField(worker.pid, "RssFile")))
             print("    CPU during the drain: " + shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", "))
+            if let disk { print(disk.line) }
             if let answer = try? await HeraldClient(port: stack.settings.metricsPort).get("/metrics") {
                 let text = String(decoding: answer.body, as: UTF8.self)
                 func total(_ name: String) -> Double {

@@ -29,6 +29,7 @@ extension HeraldBenchCommand {
                 table.add("worker: jobs/s draining \(backlog / 1000)k backlog", variant.label, drained.perSecond)
                 table.add("worker: CPU µs per job", variant.label, drained.cpuPerJob)
                 table.add("worker: peak RSS MiB", variant.label, drained.peakMiB)
+                if let disk = drained.disk { table.add("disk: fdatasync max ms during the drain", variant.label, disk.max) }
                 for (name, share) in drained.cpuShares { table.add("CPU % during the drain: \(name)", variant.label, share) }
                 // Whether the drain is bound by the machine's CPU or by waiting (the group commit's round
                 // trips): what every process together spends per job, and the rate that would fill the cores.
@@ -64,6 +65,7 @@ extension HeraldBenchCommand {
         "worker: jobs/s draining 50k backlog": "≥6,000",
         "worker: CPU µs per job": "—",
         "worker: peak RSS MiB": "<60",
+        "disk: fdatasync max ms during the drain": "—",
         "API: peak RSS MiB": "<100",
         "throttle: republishes per throttled job (provider 10/s)": "≤1.2",
         "throttle: republishes per throttled job (spacing 3 s)": "≤1.2",
