@@ -11,11 +11,12 @@ import Synchronization
 /// (`HERALD_STATE_DIR`, default `.herald`, where `scripts/broker.sh` and `scripts/postgres.sh` keep
 /// RabbitMQ's and PostgreSQL's data), or the temporary directory when there is none.
 ///
-/// Every answer waits for two such syncs (the admission's commit on PostgreSQL, the broker's confirm on
-/// both stores), so a round whose p99 stands out can be told apart: the disk stalled too, or it did not
-/// and the time went elsewhere. A hundred small syncs a second is little beside the stores' own.
+/// Every answer waits on such a sync (the broker's confirm, and on PostgreSQL the admission's commit
+/// before it), and so does every claim and outcome of a draining worker, so a round that stands out can
+/// be told apart: the disk stalled too, or it did not and the time went elsewhere. A hundred small syncs
+/// a second is little beside the stores' own.
 final class DiskSyncWatch: Sendable {
-    struct Summary: Equatable {
+    struct Summary {
         var count: Int
         var p50: Double
         var p99: Double
