@@ -42,13 +42,23 @@ public enum DeadLetters {
 extension AMQPConnection {
     /// Up to `limit` messages of `queue`, left in place (taken unacknowledged, then handed back by
     /// reopening the channel).
-    public func peek(_ queue: String, limit: Int = 10_000) async throws -> [AMQPDelivery] {
-        try await perform { channel -> [AMQPDelivery] in
+    ///
+    /// A quorum queue takes them back after the channel's close is answered, not before, so a replay
+    /// run right after a listing could find the queue empty. This returns once the queue holds at least
+    /// as many ready messages again, or after `settle` (someone else may have taken them meanwhile).
+    public func peek(_ queue: String, limit: Int = 10_000, settle: Duration = .seconds(2)) async throws -> [AMQPDelivery] {
+        let seen = try await perform { channel -> [AMQPDelivery] in
             var seen: [AMQPDelivery] = []
             while seen.count < limit, let message = try channel.get(queue, acknowledge: false) { seen.append(message) }
             try channel.closeAndReopen()
             return seen
         }
+        guard seen.isEmpty == false else { return seen }
+        let deadline = ContinuousClock.now + settle
+        while try await perform({ try $0.inspectQueue(queue).messages }) < seen.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return seen
     }
 }
 

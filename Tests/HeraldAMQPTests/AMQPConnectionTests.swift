@@ -197,6 +197,32 @@ struct AMQPConnectionTests {
         }
     }
 
+    @Test("peek leaves every message in place: a quorum queue holds them all again when peek returns")
+    func peekLeavesMessagesInPlace() async throws {
+        let topology = TestBroker.topology()
+        try await TestBroker.withTopology(topology) { admin in
+            let publisher = try await TestBroker.connection(.publisher)
+            let count = 300
+            for index in 0..<count {
+                try await publisher.publish(
+                    AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: Data("\(index)".utf8), messageID: "p\(index)"))
+            }
+            // Several rounds: the queue takes the messages back after the channel's close is answered, so
+            // reading its depth at once after a bare close finds some still missing.
+            for _ in 0..<5 {
+                let seen = try await admin.peek(topology.workQueue(.sms))
+                #expect(seen.count == count)
+                #expect(try await TestBroker.depth(topology.workQueue(.sms), using: admin) == count)
+            }
+            // Handed back messages need not keep their places in the queue, only stay in it.
+            let limited = try await admin.peek(topology.workQueue(.sms), limit: 7)
+            #expect(Set(limited.compactMap(\.messageID)).count == 7)
+            #expect(limited.allSatisfy { ($0.messageID ?? "").hasPrefix("p") })
+            #expect(try await TestBroker.depth(topology.workQueue(.sms), using: admin) == count)
+            await publisher.shutdown()
+        }
+    }
+
     @Test("retry queues hand messages back to the work queue after their TTL")
     func retryQueueRoundTrip() async throws {
         let topology = TestBroker.topology(retryDelays: [.milliseconds(200)])
