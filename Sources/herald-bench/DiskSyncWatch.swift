@@ -24,13 +24,11 @@ final class DiskSyncWatch: Sendable {
 
         /// Milliseconds, summarised; `nil` when nothing was measured.
         init?(milliseconds: [Double]) {
-            guard milliseconds.isEmpty == false else { return nil }
-            let sorted = milliseconds.sorted()
-            func at(_ fraction: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] }
-            self.count = sorted.count
-            self.p50 = at(0.5)
-            self.p99 = at(0.99)
-            self.max = sorted[sorted.count - 1]
+            guard let max = milliseconds.max() else { return nil }
+            self.count = milliseconds.count
+            self.p50 = HeraldBenchCommand.percentile(milliseconds, 0.5)
+            self.p99 = HeraldBenchCommand.percentile(milliseconds, 0.99)
+            self.max = max
         }
 
         var line: String {

@@ -520,10 +520,6 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             answerTimes.append((times.confirmed - times.requested).seconds * 1000)
             if let arrived = arrivals[phone] { endToEnd.append((arrived - times.requested).seconds * 1000) }
         }
-        func percentile(_ values: [Double], _ p: Double) -> Double {
-            let sorted = values.sorted()
-            return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-        }
         print(
             String(
                 format: "%@ at %d req/s for %d s (offered in %.1f s): %d confirmed, %d refused",
@@ -531,11 +527,11 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         print(
             String(
                 format: "    request → SMS at gateway: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d delivered)",
-                percentile(endToEnd, 0.5), percentile(endToEnd, 0.99), endToEnd.max() ?? .nan, endToEnd.count))
+                Self.percentile(endToEnd, 0.5), Self.percentile(endToEnd, 0.99), endToEnd.max() ?? .nan, endToEnd.count))
         print(
             String(
                 format: "    request → API answer (after the broker's confirm): p50 %.1f ms, p99 %.1f ms",
-                percentile(answerTimes, 0.5), percentile(answerTimes, 0.99)))
+                Self.percentile(answerTimes, 0.5), Self.percentile(answerTimes, 0.99)))
         if let disk { print(disk.line) }
         if let before = stagesBefore, let after = await Self.sendStages(stack) {
             func mean(_ name: String) -> Double {
@@ -548,7 +544,13 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     stack.apis.count > 1 ? " (the first)" : "", mean("herald_api_admission_seconds"),
                     mean("herald_api_publish_confirm_seconds")))
         }
-        return (percentile(answerTimes, 0.5), percentile(answerTimes, 0.99), percentile(endToEnd, 0.99), disk)
+        return (Self.percentile(answerTimes, 0.5), Self.percentile(answerTimes, 0.99), Self.percentile(endToEnd, 0.99), disk)
+    }
+
+    /// The value a fraction `p` of the way up `values` (NaN for none): the bench's one percentile rule.
+    static func percentile(_ values: [Double], _ p: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
     }
 
     /// The `_sum` and `_count` lines of herald-api's send-stage timers (the first API's /metrics), to

@@ -8,6 +8,15 @@ import Testing
 
 @Suite("AMQP connection against a real broker")
 struct AMQPConnectionTests {
+    /// `count` messages to the sms route, one confirmed publish after another: bodies "0", "1", … and
+    /// message ids `ids` followed by the same number.
+    static func publishNumbered(_ count: Int, ids: String, to topology: Topology, on publisher: AMQPConnection) async throws {
+        for index in 0..<count {
+            try await publisher.publish(
+                AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: Data("\(index)".utf8), messageID: "\(ids)\(index)"))
+        }
+    }
+
     @Test("publishes with pipelined confirms and consumes with manual acks")
     func publishAndConsume() async throws {
         let topology = TestBroker.topology()
@@ -86,10 +95,7 @@ struct AMQPConnectionTests {
         try await TestBroker.withTopology(topology) { admin in
             let publisher = try await TestBroker.connection(.publisher)
             let count = 300
-            for index in 0..<count {
-                try await publisher.publish(
-                    AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: Data("\(index)".utf8), messageID: "f\(index)"))
-            }
+            try await Self.publishNumbered(count, ids: "f", to: topology, on: publisher)
             let consumer = try await TestBroker.connection(.consumer(queue: topology.workQueue(.sms), prefetch: count))
             var received: [AMQPDelivery] = []
             for await delivery in consumer.deliveries {
@@ -203,10 +209,7 @@ struct AMQPConnectionTests {
         try await TestBroker.withTopology(topology) { admin in
             let publisher = try await TestBroker.connection(.publisher)
             let count = 300
-            for index in 0..<count {
-                try await publisher.publish(
-                    AMQPOutgoingMessage(exchange: topology.exchange, routingKey: "sms", body: Data("\(index)".utf8), messageID: "p\(index)"))
-            }
+            try await Self.publishNumbered(count, ids: "p", to: topology, on: publisher)
             // Several rounds: the queue takes the messages back after the channel's close is answered, so
             // reading its depth at once after a bare close finds some still missing.
             for _ in 0..<5 {
