@@ -48,7 +48,7 @@ extension HeraldBenchCommand {
             table.add("throttle: republishes per throttled job (spacing 3 s)", "sqlite", spaced.perThrottledJob)
         }
         table.print(targets: Self.targets, variants: variants.map(\.label))
-        if Perf.available { try await perfTopTen() }
+        if Perf.available { try await perfTopTen(perSend: table.median("API: CPU µs per send (user+system)", "sqlite")) }
     }
 
     /// Each figure's target, as the issue states it.
@@ -261,15 +261,17 @@ extension HeraldBenchCommand {
         return (accepted, Double(accepted) / seconds, apiCPU, machineCPU, shares)
     }
 
-    /// The top ten functions of herald-api under load (perf record, sampling), when perf is installed.
-    /// With `keeping`, the data stays at that path for `perf report -g`.
+    /// The top ten functions of herald-api under load (perf record, sampling), when perf is installed,
+    /// and its CPU split by stage (`PerfStages`), in microseconds of `perSend` when given (else of the
+    /// load runs' median). With `keeping`, the data stays at that path for `perf report -g`.
     /// `loadRuns` c64 runs on the same stack come first (for A/B comparisons of one change: their
     /// sends/s and herald-api CPU per send).
-    func perfTopTen(store: TestStore = .sqlite, keeping: String? = nil, loadRuns: Int = 0) async throws {
+    func perfTopTen(store: TestStore = .sqlite, keeping: String? = nil, loadRuns: Int = 0, perSend: Double? = nil) async throws {
         let stack = try await BenchStack.start(limits: Self.measuredLimits, store: store)
+        var perSendOfRuns = [Double]()
         for _ in 0..<loadRuns {
             do {
-                _ = try await closedLoopLoad(stack)
+                perSendOfRuns.append(try await closedLoopLoad(stack).apiCPU)
             } catch {
                 await stack.stop()
                 throw error
@@ -280,7 +282,7 @@ extension HeraldBenchCommand {
         // Stopped before returning, not from a deferred Task: the bench exits right after this, and a
         // Task that had not run yet left the herald-api of this stack running.
         do {
-            try await profile(stack, into: data)
+            try await profile(stack, into: data, perSend: perSend ?? (perSendOfRuns.isEmpty ? nil : Self.percentile(perSendOfRuns, 0.5)))
         } catch {
             await stack.stop()
             throw error
@@ -288,7 +290,7 @@ extension HeraldBenchCommand {
         await stack.stop()
     }
 
-    private func profile(_ stack: BenchStack, into data: String) async throws {
+    private func profile(_ stack: BenchStack, into data: String, perSend: Double?) async throws {
         let load = Task {
             try await Wrk.run(
                 url: "http://127.0.0.1:\(stack.settings.apiPort)", script: Wrk.sendScript(apiKey: TestConfiguration.apiKey, offset: 70_000_000),
@@ -297,16 +299,23 @@ extension HeraldBenchCommand {
         try await Task.sleep(for: .seconds(1))
         // Stopped by SIGINT rather than `-- sleep 5`: perf waits for its workload's SIGCHLD, which a child of
         // this process may never get.
-        _ = try await shell("timeout -s INT 5 perf record -F 999 -g -p \(stack.apis[0].pid) -o \(data) > /dev/null 2>&1; true")
+        // DWARF call chains: SQLite (Debian's) and parts of the runtime keep no frame pointers, so frame-
+        // pointer chains lost most of the SQLite writer's samples to "unknown" callers.
+        _ = try await shell(
+            "timeout -s INT 5 perf record -F 499 --call-graph dwarf,16384 -p \(stack.apis[0].pid) -o \(data) > /dev/null 2>&1; true")
         _ = try await load.value
         let report = try await shell(
             "perf report -i \(data) --no-children --sort symbol --stdio -g none 2>/dev/null | grep -v -e '^#' -e '^$' 2>/dev/null | head -10")
-        print("\nherald-api under load (perf record -g, 5 s, self time), top ten:")
+        print("\nherald-api under load (perf record --call-graph dwarf, 5 s, self time), top ten:")
         for line in report.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 3 else { continue }
             print("  \(fields[0])  \(fields[1]) \(fields[2...].prefix { $0 != "-" }.joined(separator: " ").prefix(110))")
         }
+        let stages = PerfStages(script: try await shell("perf script -i \(data) -F tid,ip,sym,dso 2>/dev/null"))
+        let per = perSend.map { String(format: ", µs of %.0f µs per send", $0) } ?? ""
+        print("\nherald-api by stage (\(stages.samples) samples; share\(per)):")
+        for line in stages.lines(perSend: perSend) { print("  " + line) }
     }
 
     static func mebibytes(_ text: String) -> Double {
@@ -322,6 +331,12 @@ final class Table: Sendable {
     func add(_ figure: String, _ variant: String, _ value: Double) {
         order.withLock { if $0.contains(figure) == false { $0.append(figure) } }
         samples.withLock { $0[figure, default: [:]][variant, default: []].append(value) }
+    }
+
+    /// The median of one figure's runs for one variant.
+    func median(_ figure: String, _ variant: String) -> Double? {
+        let values = samples.withLock { $0[figure]?[variant] ?? [] }
+        return values.isEmpty ? nil : HeraldBenchCommand.percentile(values, 0.5)
     }
 
     func lastValue(_ figure: String) -> Double? {

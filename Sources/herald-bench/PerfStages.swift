@@ -1,0 +1,78 @@
+import Foundation
+
+/// herald-api's CPU under load split by the stage that spent it, from a `perf record --call-graph
+/// dwarf` of the process: the self-time top ten is flat (no function above 7 %), so it cannot say
+/// where a send's microseconds go; the threads and roots of the call chains can. Each sample goes to
+/// the first stage below that one of its frames names, kernel time included (a system call's samples
+/// carry the user stack that made it).
+struct PerfStages {
+    /// A stage, the frames that mark it (substrings of mangled or C symbol names) and, for the task
+    /// stages, whether a frame of Herald's own modules must be on the stack as well.
+    struct Stage {
+        let name: String
+        let markers: [String]
+        var needsHeraldFrame = false
+    }
+
+    /// In order of precedence: the store's and the broker's threads first, then the Swift tasks (split
+    /// into Herald's handler code and the framework around it), then NIO's event loops. On PostgreSQL
+    /// the store's batches run as tasks on the client's event loop, so they are looked for before both.
+    static let stages = [
+        Stage(name: "SQLite writer (group commit of admissions)", markers: ["SQLiteBackendC5drain"]),
+        Stage(name: "SQLite checkpointer thread", markers: ["SQLiteBackendC4path"]),
+        Stage(name: "PostgreSQL client (batches, postgres-nio)", markers: ["PostgresBatcher", "11PostgresNIO"]),
+        Stage(name: "AMQP connection thread (publishes, confirms)", markers: ["ConnectionDriverC3run"]),
+        Stage(name: "tasks: Herald's handler code", markers: ["swift_job_run"], needsHeraldFrame: true),
+        Stage(name: "tasks: Hummingbird, HTTP types, awaits", markers: ["swift_job_run"]),
+        Stage(name: "NIO event loops (HTTP reads, writes)", markers: ["SelectableEventLoopC3run"]),
+    ]
+    static let other = "other (thread-pool upkeep, cut stacks)"
+
+    private(set) var samples = 0
+    private(set) var kernelSamples = 0
+    private(set) var counts = [String: Int]()
+
+    /// Reads `perf script -F tid,ip,sym,dso`: a sample is a header line (the thread id) and then one
+    /// tab-indented line per frame, innermost first, up to a blank line.
+    init(script: some StringProtocol) {
+        var frames = [Substring]()
+        for line in script.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.first == "\t" {
+                frames.append(Substring(line))
+            } else {
+                add(frames)
+                frames.removeAll(keepingCapacity: true)
+            }
+        }
+        add(frames)
+    }
+
+    private mutating func add(_ frames: [Substring]) {
+        guard frames.isEmpty == false else { return }
+        samples += 1
+        if frames[0].hasSuffix("([kernel.kallsyms])") { kernelSamples += 1 }
+        let stage = Self.stages.first { stage in
+            frames.contains { frame in stage.markers.contains { frame.contains($0) } }
+                && (stage.needsHeraldFrame == false || frames.contains { $0.contains("$s") && $0.contains("Herald") })
+        }
+        counts[stage?.name ?? Self.other, default: 0] += 1
+    }
+
+    /// One line per stage with samples, largest first: its share and, given herald-api's CPU per send
+    /// in the same stack's load runs, its microseconds of that.
+    func lines(perSend: Double?) -> [String] {
+        guard samples > 0 else { return [] }
+        let named = Self.stages.map(\.name) + [Self.other]
+        var lines = named.compactMap { name -> (Int, String)? in
+            guard let count = counts[name], count > 0 else { return nil }
+            let share = Double(count) / Double(samples)
+            let micro = perSend.map { String(format: "%5.0f µs", share * $0) } ?? ""
+            return (count, name.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%5.1f %%  ", share * 100) + micro)
+        }.sorted { $0.0 > $1.0 }.map(\.1)
+        let kernel = Double(kernelSamples) / Double(samples)
+        lines.append(
+            "in the kernel, across the stages".padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%5.1f %%  ", kernel * 100)
+                + (perSend.map { String(format: "%5.0f µs", kernel * $0) } ?? ""))
+        return lines
+    }
+}
