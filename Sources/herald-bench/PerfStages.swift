@@ -53,9 +53,19 @@ struct PerfStages {
         if frames[0].hasSuffix("([kernel.kallsyms])") { kernelSamples += 1 }
         let stage = Self.stages.first { stage in
             frames.contains { frame in stage.markers.contains { frame.contains($0) } }
-                && (stage.needsHeraldFrame == false || frames.contains { $0.contains("$s") && $0.contains("Herald") })
+                && (stage.needsHeraldFrame == false || frames.contains(where: Self.isHeraldFunction))
         }
         counts[stage?.name ?? Self.other, default: 0] += 1
+    }
+
+    /// Whether a frame's function belongs to one of Herald's modules: its mangled name starts with
+    /// `$s`, the module name's length and `Herald`. A library's generic code specialised for a Herald
+    /// type (Hummingbird's request loop over `HeraldRequestContext`) names Herald later in its symbol
+    /// and stays the library's.
+    static func isHeraldFunction(_ frame: Substring) -> Bool {
+        let fields = frame.split(maxSplits: 2, whereSeparator: { $0 == " " || $0 == "\t" })
+        guard fields.count >= 2, fields[1].hasPrefix("$s") else { return false }
+        return fields[1].dropFirst(2).drop(while: \.isNumber).hasPrefix("Herald")
     }
 
     /// One line per stage with samples, largest first: its share and, given herald-api's CPU per send
