@@ -66,8 +66,10 @@ public struct TestTLS: Sendable {
         let (client, clientKey) = try leaf("herald-client", .clientAuth)
 
         let caPEM = try ca.serializeAsPEM().pemString
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-test-tls-\(getpid())")
+        let directory = URL(fileURLWithPath: testTLSDirectory())
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // The files (keys among them) go with the process: every `make test` left a directory behind.
+        atexit { try? FileManager.default.removeItem(atPath: testTLSDirectory()) }
         let caFile = directory.appendingPathComponent("ca.pem").path
         try Data((caPEM + "\n").utf8).write(to: URL(fileURLWithPath: caFile))
         return TestTLS(
@@ -103,4 +105,9 @@ public struct TestTLS: Sendable {
         configuration.applicationProtocols = ["h2", "http/1.1"]
         return configuration
     }
+}
+
+/// Where this process's test TLS files live (a free function: `atexit` takes no context).
+private func testTLSDirectory() -> String {
+    NSTemporaryDirectory() + "herald-test-tls-\(getpid())"
 }
