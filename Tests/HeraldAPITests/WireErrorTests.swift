@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPI
 import HeraldCore
 import HeraldRuntime
+import HeraldStore
 import HeraldTesting
 import HummingbirdTesting
 import Testing
@@ -115,19 +116,32 @@ struct WireErrorTests {
             logger: harness.logs.logger())
         dependencies.clock = harness.clock
         let app = HeraldAPI.buildApplication(dependencies, logger: harness.logs.logger())
-        try await app.test(.live) { testClient in
-            let client = HeraldClient(port: testClient.port!)
-            #expect(try await client.get("/readyz").status == 503)
-            for _ in 0..<3 {
-                let answer = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+15555550100"])
-                #expect(answer.status == 503)
-                #expect(answer.errorMessage?.hasPrefix("UNAVAILABLE : ") == true)
-                #expect(answer.header("retry-after") == "5")
-                #expect(answer.json["sessionInfo"] == nil)
-            }
-            #expect(try await client.get("/healthz").status == 200)
-            // Test numbers need no broker.
-            #expect(try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+16505553434"]).status == 200)
+        // Outside `harness.run`, so the clean-up is this test's: the store's checkpoint thread and file.
+        let store = dependencies.store as? SQLStore
+        let stateDir = harness.settings.stateDir
+        let cleanUp: @Sendable () async -> Void = {
+            await store?.close()
+            try? FileManager.default.removeItem(atPath: stateDir)
         }
+        do {
+            try await app.test(.live) { testClient in
+                let client = HeraldClient(port: testClient.port!)
+                #expect(try await client.get("/readyz").status == 503)
+                for _ in 0..<3 {
+                    let answer = try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+15555550100"])
+                    #expect(answer.status == 503)
+                    #expect(answer.errorMessage?.hasPrefix("UNAVAILABLE : ") == true)
+                    #expect(answer.header("retry-after") == "5")
+                    #expect(answer.json["sessionInfo"] == nil)
+                }
+                #expect(try await client.get("/healthz").status == 200)
+                // Test numbers need no broker.
+                #expect(try await client.post(Paths.v1 + "sendVerificationCode", apiKey: key, json: ["phoneNumber": "+16505553434"]).status == 200)
+            }
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
     }
 }
