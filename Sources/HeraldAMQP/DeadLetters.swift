@@ -44,18 +44,22 @@ extension AMQPConnection {
     /// reopening the channel).
     ///
     /// A quorum queue takes them back after the channel's close is answered, not before, so a replay
-    /// run right after a listing could find the queue empty. This returns once the queue holds at least
-    /// as many ready messages again, or after `settle` (someone else may have taken them meanwhile).
+    /// run right after a listing could find the queue empty. This returns once the queue holds the
+    /// taken messages again beside those left ready (counted before the close), or after `settle`
+    /// (someone else may have taken some meanwhile). Counting only the taken ones returned at once from
+    /// a limited peek of a longer queue, before the few it took were back.
     public func peek(_ queue: String, limit: Int = 10_000, settle: Duration = .seconds(2)) async throws -> [AMQPDelivery] {
-        let seen = try await perform { channel -> [AMQPDelivery] in
+        let (seen, left) = try await perform { channel -> ([AMQPDelivery], Int) in
             var seen: [AMQPDelivery] = []
             while seen.count < limit, let message = try channel.get(queue, acknowledge: false) { seen.append(message) }
+            // Ready messages only: the ones taken are unacknowledged until the close.
+            let left = seen.isEmpty ? 0 : try channel.inspectQueue(queue).messages
             try channel.closeAndReopen()
-            return seen
+            return (seen, left)
         }
         guard seen.isEmpty == false else { return seen }
         let deadline = ContinuousClock.now + settle
-        while try await perform({ try $0.inspectQueue(queue).messages }) < seen.count, ContinuousClock.now < deadline {
+        while try await perform({ try $0.inspectQueue(queue).messages }) < left + seen.count, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
         return seen
