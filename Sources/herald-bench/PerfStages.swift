@@ -1,10 +1,11 @@
 import Foundation
 
-/// herald-api's CPU under load split by the stage that spent it, from a `perf record --call-graph
-/// dwarf` of the process: the self-time top ten is flat (no function above 7 %), so it cannot say
-/// where a send's microseconds go; the threads and roots of the call chains can. Each sample goes to
-/// the first stage below that one of its frames names, kernel time included (a system call's samples
-/// carry the user stack that made it).
+/// herald-api's CPU under load from a `perf record --call-graph dwarf` of the process, read once
+/// (`perf script`): the top functions by self time, and the split by the stage that spent it. The
+/// self-time list is flat (no function above 7 %), so it cannot say where a send's microseconds go;
+/// the threads and roots of the call chains can. Each sample goes to the first stage below that one
+/// of its frames names, kernel time included (a system call's samples carry the user stack that made
+/// it).
 struct PerfStages {
     /// A stage, the frames that mark it (substrings of mangled or C symbol names) and, for the task
     /// stages, whether a frame of Herald's own modules must be on the stack as well.
@@ -31,6 +32,8 @@ struct PerfStages {
     private(set) var samples = 0
     private(set) var kernelSamples = 0
     private(set) var counts = [String: Int]()
+    /// Samples by the function they were taken in ("[k] " for the kernel's, "[.] " for the rest).
+    private(set) var selfCounts = [String: Int]()
 
     /// Reads `perf script -F tid,ip,sym,dso`: a sample is a header line (the thread id) and then one
     /// tab-indented line per frame, innermost first, up to a blank line.
@@ -51,6 +54,9 @@ struct PerfStages {
         guard frames.isEmpty == false else { return }
         samples += 1
         if frames[0].hasSuffix("([kernel.kallsyms])") { kernelSamples += 1 }
+        // The function the sample was taken in: the first frame that is not an inlined call inside it.
+        let own = frames.first { $0.hasSuffix("(inlined)") == false } ?? frames[0]
+        selfCounts[(own.hasSuffix("([kernel.kallsyms])") ? "[k] " : "[.] ") + Self.symbol(of: own), default: 0] += 1
         let stage = Self.stages.first { stage in
             frames.contains { frame in stage.markers.contains { frame.contains($0) } }
                 && (stage.needsHeraldFrame == false || frames.contains(where: Self.isHeraldFunction))
@@ -68,21 +74,37 @@ struct PerfStages {
         return fields[1].dropFirst(2).drop(while: \.isNumber).hasPrefix("Herald")
     }
 
+    /// A frame line's function name: between the address and the object it is in, `(…)` at the end.
+    /// Without one (a stripped library's internal function), the address and the object, as `perf
+    /// report` lists them, so that such functions are not lumped together as one.
+    static func symbol(of frame: Substring) -> String {
+        let fields = frame.split(maxSplits: 1, whereSeparator: { $0 == " " || $0 == "\t" })
+        guard fields.count == 2 else { return "?" }
+        let text = fields[1]
+        guard let objectStart = text.range(of: " (", options: .backwards) else { return String(text) }
+        let name = text[..<objectStart.lowerBound]
+        guard name == "[unknown]" else { return String(name) }
+        let object = text[objectStart.upperBound...].dropLast().split(separator: "/").last ?? "?"
+        return "0x\(fields[0]) (\(object))"
+    }
+
+    /// The `count` functions with the most samples taken in them, with their share.
+    func topSelf(_ count: Int) -> [String] {
+        selfCounts.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }.prefix(count).map {
+            String(format: "%5.2f%%  ", Double($0.value) / Double(samples) * 100) + String($0.key.prefix(110))
+        }
+    }
+
     /// One line per stage with samples, largest first: its share and, given herald-api's CPU per send
-    /// in the same stack's load runs, its microseconds of that.
+    /// in the same stack's load runs, its microseconds of that; then the kernel's share across them.
     func lines(perSend: Double?) -> [String] {
         guard samples > 0 else { return [] }
-        let named = Self.stages.map(\.name) + [Self.other]
-        var lines = named.compactMap { name -> (Int, String)? in
-            guard let count = counts[name], count > 0 else { return nil }
+        func line(_ name: String, _ count: Int) -> String {
             let share = Double(count) / Double(samples)
-            let micro = perSend.map { String(format: "%5.0f µs", share * $0) } ?? ""
-            return (count, name.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%5.1f %%  ", share * 100) + micro)
-        }.sorted { $0.0 > $1.0 }.map(\.1)
-        let kernel = Double(kernelSamples) / Double(samples)
-        lines.append(
-            "in the kernel, across the stages".padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%5.1f %%  ", kernel * 100)
-                + (perSend.map { String(format: "%5.0f µs", kernel * $0) } ?? ""))
-        return lines
+            return name.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%5.1f %%  ", share * 100)
+                + (perSend.map { String(format: "%5.0f µs", share * $0) } ?? "")
+        }
+        let named = (Self.stages.map(\.name) + [Self.other]).compactMap { name in counts[name].map { (name, $0) } }
+        return named.sorted { $0.1 > $1.1 }.map { line($0.0, $0.1) } + [line("in the kernel, across the stages", kernelSamples)]
     }
 }

@@ -304,15 +304,10 @@ extension HeraldBenchCommand {
         _ = try await shell(
             "timeout -s INT 5 perf record -F 499 --call-graph dwarf,16384 -p \(stack.apis[0].pid) -o \(data) > /dev/null 2>&1; true")
         _ = try await load.value
-        let report = try await shell(
-            "perf report -i \(data) --no-children --sort symbol --stdio -g none 2>/dev/null | grep -v -e '^#' -e '^$' 2>/dev/null | head -10")
-        print("\nherald-api under load (perf record --call-graph dwarf, 5 s, self time), top ten:")
-        for line in report.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 3 else { continue }
-            print("  \(fields[0])  \(fields[1]) \(fields[2...].prefix { $0 != "-" }.joined(separator: " ").prefix(110))")
-        }
+        // One pass over the samples (unwinding DWARF chains is the slow part) for both lists.
         let stages = PerfStages(script: try await shell("perf script -i \(data) -F tid,ip,sym,dso 2>/dev/null"))
+        print("\nherald-api under load (perf record --call-graph dwarf, 5 s, self time), top ten:")
+        for line in stages.topSelf(10) { print("  " + line) }
         let per = perSend.map { String(format: ", µs of %.0f µs per send", $0) } ?? ""
         print("\nherald-api by stage (\(stages.samples) samples; share\(per)):")
         for line in stages.lines(perSend: perSend) { print("  " + line) }
