@@ -83,6 +83,9 @@ extension HeraldBenchCommand {
         "CPU % during the c64 run: herald-bench (fake gateway)": "—",
         "CPU % during the c64 run: whole machine": "—",
         "whole machine CPU µs per accepted send": "—",
+        "PostgreSQL during the c64 run: connections executing": "—",
+        "PostgreSQL during the c64 run: connections flushing WAL": "—",
+        "PostgreSQL during the c64 run: connections waiting for locks": "—",
         "sends/s these cores carry if herald-api cost nothing": "—",
         "CPU % during the drain: herald-sms-worker": "—",
         "CPU % during the drain: RabbitMQ": "—",
@@ -181,6 +184,11 @@ extension HeraldBenchCommand {
             // The proof of what saturates first: all the machine's CPU per send, and the sends/s its cores
             // would carry if herald-api itself cost nothing (broker, worker, gateway and driver unchanged).
             table.add("whole machine CPU µs per accepted send", variant.label, load.machineCPU)
+            if let waits = load.postgres {
+                table.add("PostgreSQL during the c64 run: connections executing", variant.label, waits.executing)
+                table.add("PostgreSQL during the c64 run: connections flushing WAL", variant.label, waits.flushingWAL)
+                table.add("PostgreSQL during the c64 run: connections waiting for locks", variant.label, waits.waitingForLocks)
+            }
             let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
             table.add(
                 "sends/s these cores carry if herald-api cost nothing", variant.label, cores * 1_000_000 / max(1, load.machineCPU - load.apiCPU))
@@ -219,7 +227,7 @@ extension HeraldBenchCommand {
     /// 64 connections sending back to back for `throughputSeconds` (wrk with a script that gives every
     /// request its own number, or the built-in client), with the CPU every process used meanwhile.
     func closedLoopLoad(_ stack: BenchStack) async throws -> (
-        accepted: Int, perSecond: Double, apiCPU: Double, machineCPU: Double, cpuShares: [(String, Double)]
+        accepted: Int, perSecond: Double, apiCPU: Double, machineCPU: Double, cpuShares: [(String, Double)], postgres: PostgresWaits?
     ) {
         let watch = CPUWatch([
             ("herald-api(s)", { stack.apis.map(\.pid) }), ("RabbitMQ", { ProcessCPU.pids(named: "beam.smp") }),
@@ -228,6 +236,8 @@ extension HeraldBenchCommand {
         ])
         let driverBefore = ProcessCPU.childrenSeconds()
         let started = ContinuousClock.now
+        // On PostgreSQL, whether its connections compute, flush or queue for locks meanwhile.
+        async let postgresWaits = stack.settings.storeURL?.hasPrefix("postgres") == true ? PostgresWaits.sample(seconds: throughputSeconds) : nil
         let accepted: Int
         if Wrk.available {
             var results: [Wrk.Result] = []
@@ -258,7 +268,9 @@ extension HeraldBenchCommand {
                     "(b) sendVerificationCode at concurrency 64, default limits: %d accepted in %.1f s = %.0f req/s; herald-api CPU %.0f µs per send; CPU %@",
                 accepted, seconds, Double(accepted) / seconds, apiCPU,
                 shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", ")))
-        return (accepted, Double(accepted) / seconds, apiCPU, machineCPU, shares)
+        let waits = await postgresWaits
+        if let waits { print(waits.line) }
+        return (accepted, Double(accepted) / seconds, apiCPU, machineCPU, shares, waits)
     }
 
     /// The top ten functions of herald-api under load (perf record, sampling), when perf is installed,
