@@ -128,13 +128,15 @@ extension ProviderPacerTests {
         #expect(try await tat() == now + 20_000)
         // For a second after the refusal, leases ask for the waiting jobs' tokens only, although the
         // burst has room again 30 ms later: two jobs spend two tokens.
+        // (Expected TATs start from the clock's own microseconds: `now + 30_000` can be a microsecond
+        // off, a Date plus 0.030 s rounding either way, which failed this test 4 times in 30.)
         clock.advance(by: 0.030)
         await Self.serve(2, on: pacer)
-        #expect(try await tat() == now + 30_000 + 2_000)
+        #expect(try await tat() == clock.now.microsecondsSince1970 + 2_000)
         // After that second, leases take tokens ahead again: two jobs lease four.
         clock.advance(by: 1.0)
         await Self.serve(2, on: pacer)
-        #expect(try await tat() == now + 1_030_000 + 4_000)
+        #expect(try await tat() == clock.now.microsecondsSince1970 + 4_000)
     }
 }
 
