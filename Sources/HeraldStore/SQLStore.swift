@@ -216,7 +216,7 @@ public final class SQLStore: HeraldStoreProtocol {
             case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
             default: break
             }
-            throw StoreError(.failed, "herald_batch_v6 answered a malformed claim")
+            throw StoreError(.failed, "herald_batch_v7 answered a malformed claim")
         }
         let id = jobID.lowercasedText
         let claimable = reclaimInDoubt ? "('pending', 'retrying', 'throttled', 'sending')" : "('pending', 'retrying', 'throttled')"
@@ -269,7 +269,7 @@ public final class SQLStore: HeraldStoreProtocol {
     /// only replaces `sending`: a copy of a job that found it in doubt (another attempt was still
     /// sending) records it after that attempt may already have recorded `sent`, which must stand, or an
     /// operator would be asked to settle a message that was sent. Both stores and the memory model
-    /// keep these rules (`herald_batch_v6` on PostgreSQL).
+    /// keep these rules (`herald_batch_v7` on PostgreSQL).
     public func recordDelivery(
         jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, detail: String?, now: Date
     ) async throws {

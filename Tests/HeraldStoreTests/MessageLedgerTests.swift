@@ -4,7 +4,7 @@ import Testing
 
 @testable import HeraldStore
 
-/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v6`) and the memory
+/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v7`) and the memory
 /// store: each transition kept as an event, listings newest first with filters and stable paging, the
 /// purge after retention.
 @Suite("Message ledger")
@@ -12,7 +12,7 @@ struct MessageLedgerTests {
     static let base = Date(timeIntervalSince1970: 1_790_000_000)
 
     /// Many workers' claims and outcomes at once go to the store together (one group commit on SQLite,
-    /// one `herald_batch_v6` call on PostgreSQL, where successful claims and outcomes of jobs named
+    /// one `herald_batch_v7` call on PostgreSQL, where successful claims and outcomes of jobs named
     /// once are two set-based statements and everything else runs one by one): each is answered and
     /// recorded as if it had come alone.
     @Test("claims and outcomes arriving together are each answered and recorded as if alone", arguments: StoreKind.allCases)
