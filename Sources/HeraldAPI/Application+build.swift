@@ -159,9 +159,12 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
 /// Housekeeping on the shared store, once a minute: deletes sessions a day after they expired (until
 /// then they answer SESSION_EXPIRED, not INVALID_SESSION_INFO) and rate-limit keys whose time has
 /// passed, deletes ledger rows unchanged for `ledger.retention`, and publishes the last hour's
-/// verified÷sent ratio per country — a collapse of that ratio is the signature of SMS pumping.
+/// verified÷sent ratio per country — a collapse of that ratio is the signature of SMS pumping — and how
+/// long the oldest snapshot on the store's database has been held (`StoreHealth`).
 struct StoreMaintenance: Service {
-    let store: any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
+    let store:
+        any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
+            & StoreHealth
     let retention: Duration
     let logger: Logger
 
@@ -169,6 +172,7 @@ struct StoreMaintenance: Service {
     /// the table; a backlog (a retention just shortened) is worked off over several minutes.
     static let purgeChunk = 1000
     static let purgeChunksPerPass = 50
+    let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
 
     func run() async throws {
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
@@ -187,6 +191,9 @@ struct StoreMaintenance: Service {
                     Gauge(label: "herald_sms_conversion_ratio", dimensions: dimensions)
                         .record(entry.sent == 0 ? 0 : Double(entry.verified) / Double(entry.sent))
                 }
+                // A snapshot held for minutes slows every admission on PostgreSQL (`StoreHealth`); the
+                // alert HeraldStoreSnapshotHeld watches this.
+                snapshotAge.record(try await store.oldestSnapshot()?.seconds ?? 0)
             } catch {
                 logger.warning("store maintenance failed", metadata: ["error": .string("\(error)")])
             }

@@ -628,6 +628,9 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
+    /// Nothing here holds anything back.
+    public func oldestSnapshot() async throws -> SnapshotHolder? { nil }
+
     public func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)] {
         state.withLock { state in
             var counts: [String: (sent: Int, verified: Int)] = [:]

@@ -77,6 +77,28 @@ extension SQLStore {
     }
 }
 
+extension SQLStore {
+    /// PostgreSQL's connections that hold back the cleanup of Herald's tables: those on this database
+    /// with a snapshot (`backend_xmin`), and walsenders of replicas that report theirs. Another role's
+    /// sessions show their start times only to a role with `pg_read_all_stats`
+    /// (deploy/postgres/herald.sql grants it); without, such a holder shows with 0 seconds.
+    public func oldestSnapshot() async throws -> SnapshotHolder? {
+        guard dialect == .postgres else { return nil }
+        let rows = try await run { db in
+            try db.query(
+                """
+                SELECT COALESCE(EXTRACT(EPOCH FROM (clock_timestamp() - COALESCE(xact_start, query_start, backend_start)))::float8, 0),
+                  COALESCE(NULLIF(application_name, ''), backend_type, ''), COALESCE(state, ''), pid
+                FROM pg_stat_activity
+                WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid() AND (datname = current_database() OR backend_type = 'walsender')
+                ORDER BY 1 DESC LIMIT 1
+                """)
+        }
+        guard let row = rows.first, let seconds = row[0].double, let pid = row[3].int else { return nil }
+        return SnapshotHolder(seconds: seconds, application: row[1].string ?? "", state: row[2].string ?? "", pid: Int(pid))
+    }
+}
+
 /// A store's shape and size, for operators.
 public struct StoreStatus: Sendable {
     public var backend: SQLDialect

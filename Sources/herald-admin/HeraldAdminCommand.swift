@@ -342,7 +342,8 @@ extension HeraldAdminCommand {
             }
         }
 
-        /// `herald-admin store status`: backend, schema version, rows per table; never migrates.
+        /// `herald-admin store status`: backend, schema version, rows per table, and on PostgreSQL the
+        /// oldest snapshot another connection holds; never migrates.
         struct Status: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Show the store's backend, schema version and rows per table.")
             @OptionGroup var options: CommonOptions
@@ -354,6 +355,17 @@ extension HeraldAdminCommand {
                 let behind = status.version < status.latest ? " (behind: run herald-admin store migrate)" : ""
                 print("schema\t\(status.version)\tof \(status.latest) known to this build\(behind)")
                 for (table, rows) in status.rows { print("rows\t\(table)\t\(rows)") }
+                if status.backend == .postgres {
+                    if let holder = try await store.oldestSnapshot() {
+                        // Minutes of it slow every admission: the rows every send updates keep their old versions.
+                        let warning =
+                            holder.seconds >= 300 ? "\t(long: admissions slow down while it lasts; see README, Running on several machines)" : ""
+                        let seconds = String(format: "%.0f", holder.seconds)
+                        print("snapshot\toldest held \(seconds) s by pid \(holder.pid) (\(holder.application), \(holder.state))\(warning)")
+                    } else {
+                        print("snapshot\tnone held by another connection")
+                    }
+                }
                 await store.close()
             }
         }

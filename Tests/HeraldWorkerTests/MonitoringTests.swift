@@ -14,7 +14,7 @@ struct MonitoringTests {
     @Test("promtool: the alert rules are valid and each fires on the series written for it (and not on healthy ones)")
     func rules() async throws {
         let checked = try await shell("cd \(shellQuoted(Self.directory)) && promtool check rules alerts.yml")
-        #expect(checked.contains("SUCCESS: 7 rules found"), "\(checked)")
+        #expect(checked.contains("SUCCESS: 8 rules found"), "\(checked)")
         let tested = try await shell("cd \(shellQuoted(Self.directory)) && promtool test rules alerts-test.yml")
         #expect(tested.contains("SUCCESS"), "\(tested)")
     }
@@ -87,7 +87,7 @@ struct MonitoringTests {
                 #"herald_sms_sent_last_hour{country="US"}"#, #"herald_sms_cost_total{country="US",currency="USD"}"#,
                 #"herald_sms_segments_total{country="US"}"#, #"herald_api_limit_refusals_total{limit="limits.perNumber"}"#,
                 "herald_api_prefix_blocks_total", #"up{job="herald-workers"} == 1"#, "herald_api_admission_seconds_count",
-                "herald_api_publish_confirm_seconds_count",
+                "herald_api_publish_confirm_seconds_count", "herald_store_oldest_snapshot_seconds",
             ]
             for family in families {
                 var found = (status: "", results: 0)
@@ -112,7 +112,7 @@ struct MonitoringTests {
             let rules = try await prometheus.get("/api/v1/rules").json
             let groups = ((rules["data"] as? [String: Any])?["groups"] as? [[String: Any]]) ?? []
             let loaded = groups.flatMap { ($0["rules"] as? [[String: Any]]) ?? [] }
-            #expect(loaded.count == 7)
+            #expect(loaded.count == 8)
             #expect(loaded.allSatisfy { ($0["health"] as? String) != "err" }, "\(loaded.map { $0["lastError"] ?? "" })")
         }
     }

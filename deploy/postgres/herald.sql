@@ -2,7 +2,7 @@
 --   psql -h db.internal -U postgres -v password="'<a long random password>'" -f herald.sql
 -- Optional: -v role=herald -v database=herald (the defaults).
 -- Herald creates and migrates its tables itself (every process at start-up, under an advisory lock,
--- or `herald-admin store migrate`), so the role owns its database and needs nothing else.
+-- or `herald-admin store migrate`), so the role owns its database and needs nothing else to run.
 \set ON_ERROR_STOP on
 \if :{?role}
 \else
@@ -21,6 +21,9 @@ CREATE ROLE :"role" LOGIN PASSWORD :password NOSUPERUSER NOCREATEDB NOCREATEROLE
 CREATE DATABASE :"database" OWNER :"role" ENCODING 'UTF8' TEMPLATE template0;
 REVOKE ALL ON DATABASE :"database" FROM PUBLIC;
 GRANT CONNECT, TEMPORARY ON DATABASE :"database" TO :"role";
+-- Lets herald-api see how long other roles' sessions have held a snapshot on the database (a pg_dump, a
+-- report): its gauge herald_store_oldest_snapshot_seconds and `herald-admin store status`. Read-only.
+GRANT pg_read_all_stats TO :"role";
 
 \connect :"database"
 -- Only Herald's role may create tables in the database's public schema.

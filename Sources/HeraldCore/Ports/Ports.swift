@@ -366,7 +366,34 @@ public enum ReceiptResult: Sendable, Equatable {
 
 /// Everything the API and workers keep in the shared store.
 public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & MessageLedger & RateLimitStore
-    & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore
+    & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore & StoreHealth
+
+/// What the store's own engine tells operators about it.
+public protocol StoreHealth: Sendable {
+    /// The oldest snapshot another connection holds on the store's database, nil when none holds one
+    /// (and always on SQLite, where readers hold nothing back). On PostgreSQL every row Herald updates
+    /// keeps its old versions while any snapshot older than them lives, and the rows every send updates
+    /// (project, country and client-address limits, a prefix's velocity) then grow a longer chain with
+    /// each send: a `pg_dump` or a transaction left open slows every admission down.
+    func oldestSnapshot() async throws -> SnapshotHolder?
+}
+
+/// A connection holding a snapshot: how long its transaction (or statement) has run, who it is.
+public struct SnapshotHolder: Sendable, Equatable {
+    public var seconds: Double
+    /// `application_name`, or the backend's type when it has none (a walsender for a replica with
+    /// `hot_standby_feedback`).
+    public var application: String
+    public var state: String
+    public var pid: Int
+
+    public init(seconds: Double, application: String, state: String, pid: Int) {
+        self.seconds = seconds
+        self.application = application
+        self.state = state
+        self.pid = pid
+    }
+}
 
 /// Identity-provider credentials already used (Apple identity tokens are single-use), kept by hash
 /// until they expire, where every API process sees them.
