@@ -225,7 +225,10 @@ final class PlaceholderCache: Sendable {
         return rewritten
     }
 
-    /// Outside string literals: `?N` → `$N`, a bare `?` → the next number.
+    /// Outside string literals and `--` comments: `?N` → `$N`, a bare `?` → the next number. A comment
+    /// is copied as it is: an apostrophe in one (a routine's "the batch's rows") would otherwise open a
+    /// literal that swallows the placeholders after it, and the jsonpath `?` of a routine's body
+    /// outside it would be rewritten.
     static func rewrite(_ sql: String) -> String {
         var output = ""
         output.reserveCapacity(sql.utf8.count + 16)
@@ -235,6 +238,14 @@ final class PlaceholderCache: Sendable {
         var pending: Character? = characters.next()
         while let character = pending {
             pending = characters.next()
+            if character == "-", pending == "-", inLiteral == false {
+                output.append(character)
+                while let commented = pending, commented != "\n" {
+                    output.append(commented)
+                    pending = characters.next()
+                }
+                continue
+            }
             if character == "'" { inLiteral.toggle() }
             guard character == "?", inLiteral == false else {
                 output.append(character)

@@ -1,10 +1,12 @@
 /// Functions PostgreSQL runs server-side, so a hot path is one round trip instead of a dozen.
 ///
-/// `herald_admit_send_v1`, and `herald_batch_v7`'s admissions, are `SQLStore.admitSend` (the statements in
-/// SQLStore+Sends.swift and SQLStore+RateLimits.swift, and `PrefixVelocity.observe`) step for step: block check, GCRA in key
-/// order all or nothing, prefix velocity under the prefix's advisory lock, session and ledger row. Its
-/// plans are prepared once per connection (PL/pgSQL caches them). The store conformance suite runs the
-/// same cases against it, SQLite and the memory model.
+/// `herald_admit_send_v1`, and `herald_batch_v7`'s admissions, are `SQLStore.admitSend` (the
+/// statements in SQLStore+Sends.swift and SQLStore+RateLimits.swift, and `PrefixVelocity.observe`)
+/// step for step: block check, GCRA in key order all or nothing, prefix velocity under the prefix's
+/// advisory lock, session and ledger row. Their plans are prepared once per connection (PL/pgSQL
+/// caches them). The store conformance suite runs the same cases against them, SQLite and the memory
+/// model.
+
 ///
 /// Every routine runs with `enable_seqscan = off`. PL/pgSQL caches a generic plan per connection after
 /// a few calls, planned against the table as it was then: on a fresh schema `rate_limits` is a page or

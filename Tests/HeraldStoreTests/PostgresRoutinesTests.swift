@@ -152,3 +152,17 @@ struct PostgresRoutinesTests {
         return (store, url, postgres.schema)
     }
 }
+
+@Suite("Placeholders rewritten for PostgreSQL")
+struct PlaceholderRewriteTests {
+    /// A routine's comment with one apostrophe used to open a literal that ran to the next quote, so
+    /// the jsonpath `?` after it was rewritten as `$1` and the routine failed to parse.
+    @Test("? and ?N become $N outside literals and comments; an apostrophe in a comment opens no literal")
+    func rewrite() {
+        #expect(PlaceholderCache.rewrite("SELECT ?, ?3, '?' FROM t WHERE a = ?") == "SELECT $1, $3, '?' FROM t WHERE a = $2")
+        #expect(
+            PlaceholderCache.rewrite("SELECT ? -- the batch's rows, ?\nFROM t WHERE jsonb_path_exists(p, '$[*] ? (@.op == \"x\")') AND b = ?")
+                == "SELECT $1 -- the batch's rows, ?\nFROM t WHERE jsonb_path_exists(p, '$[*] ? (@.op == \"x\")') AND b = $2")
+        #expect(PlaceholderCache.rewrite("SELECT 1 - -1, ?") == "SELECT 1 - -1, $1")
+    }
+}
