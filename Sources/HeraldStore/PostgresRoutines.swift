@@ -60,7 +60,9 @@ enum PostgresRoutines {
     ///
     /// From three admissions on, v7 reads those rows once, when it locks them, decides the batch's
     /// admissions on the values in hand (arrays `k_keys`/`k_tats`, and the same for the prefixes'
-    /// velocity), and writes each row once at the end. One or two admissions still run
+    /// velocity), and writes each row once at the end, after the admitted sends' sessions and ledger
+    /// rows, which go in as one statement each (a batch of 11: 2.63 → 2.36 ms per call in pgbench,
+    /// against one insert per send; no change at 4). One or two admissions still run
     /// `herald_admit_send_v1` each, as v6 did: reading, locking and writing back costs a lock record and
     /// a second write per row, which only pays when rows are shared (pgbench, function time per batch of
     /// 1, 2, 4 and 11 fresh numbers: 0.42, 0.75, 1.45, 2.43 ms that way; 0.60, 0.96, 0.94, 1.56 ms in
@@ -118,6 +120,7 @@ enum PostgresRoutines {
           v_factor double precision;
           v_index integer;
           v_admits bigint;
+          v_admitted integer[] := '{}';
         BEGIN
           v_admits := (SELECT count(*) FROM jsonb_array_elements(p_ops) o WHERE o.value->>'op' = 'admit');
           IF v_admits >= 3 THEN
@@ -362,21 +365,27 @@ enum PostgresRoutines {
                 END IF;
               END IF;
 
-              INSERT INTO verification_sessions
-                (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region,
-                 session_info_sealed, client_key, credential_hash, purpose, code_sealed)
-                VALUES (v->>'id', v->>'project', v->>'phone', decode(v->>'codeHash', 'hex'), (v->>'createdMs')::bigint, (v->>'expiresMs')::bigint,
-                 0, (v->>'maxAttempts')::bigint, NULL, v->>'jobId', v->>'region', v->>'infoSealed', v->>'clientKey', v->>'credentialHash',
-                 v->>'purpose', v->>'codeSealed');
-              IF v->>'jobId' IS NOT NULL THEN
-                INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
-                  VALUES (v->>'jobId', v->>'project', 'sms', v->>'phone', 'pending', 0, (v->>'createdMs')::bigint, (v->>'createdMs')::bigint)
-                  ON CONFLICT (job_id) DO NOTHING;
-              END IF;
+              -- Its session and ledger row go in with the others admitted, after the loop.
+              v_admitted := v_admitted || idx;
               verdict := 'admitted';
             END CASE;
             RETURN NEXT;
           END LOOP;
+          -- The sessions and ledger rows of the admitted, as two statements (nothing in the loop reads
+          -- them). A duplicate id fails the whole call here as it did in the loop.
+          IF cardinality(v_admitted) > 0 THEN
+            INSERT INTO verification_sessions
+              (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, attempts, max_attempts, consumed_at_ms, job_id, region,
+               session_info_sealed, client_key, credential_hash, purpose, code_sealed)
+              SELECT a.v->>'id', a.v->>'project', a.v->>'phone', decode(a.v->>'codeHash', 'hex'), (a.v->>'createdMs')::bigint,
+                (a.v->>'expiresMs')::bigint, 0, (a.v->>'maxAttempts')::bigint, NULL, a.v->>'jobId', a.v->>'region', a.v->>'infoSealed',
+                a.v->>'clientKey', a.v->>'credentialHash', a.v->>'purpose', a.v->>'codeSealed'
+              FROM (SELECT p_ops->n AS v, n FROM unnest(v_admitted) AS n) a ORDER BY a.n;
+            INSERT INTO deliveries (job_id, project_id, type, destination, status, attempts, created_at_ms, updated_at_ms)
+              SELECT a.v->>'jobId', a.v->>'project', 'sms', a.v->>'phone', 'pending', 0, (a.v->>'createdMs')::bigint, (a.v->>'createdMs')::bigint
+              FROM (SELECT p_ops->n AS v, n FROM unnest(v_admitted) AS n) a WHERE a.v->>'jobId' IS NOT NULL ORDER BY a.n
+              ON CONFLICT (job_id) DO NOTHING;
+          END IF;
           -- Each row the admissions changed, written once.
           IF k_keys IS NOT NULL THEN
             UPDATE rate_limits l SET tat_us = u.tat FROM unnest(k_keys, k_tats, k_dirty) AS u(key, tat, dirty)

@@ -116,6 +116,9 @@ struct PostgresRoutinesTests {
                 let row = try #require(answers[index], "no answer for \(send.session.id)")
                 #expect(try SQLStore.admissionVerdict(row, of: send) == expected, "\(send.session.id), \(index + 1) of a batch of \(batch.count)")
                 seen.insert("\(expected)".prefix { $0 != "(" }.description)
+                // The admitted, and only they, have their pending ledger row.
+                let recorded = try await store.deliveryStatus(jobID: send.session.jobID!) != nil
+                #expect(recorded == (expected == .admitted), "\(send.session.id)")
             }
             largest = max(largest, batch.count)
         }
@@ -132,6 +135,11 @@ struct PostgresRoutinesTests {
                 GCRA.remaining(tat: stored, now: final, parameters: parameters) == GCRA.remaining(tat: modelled, now: final, parameters: parameters),
                 "\(kind) \(subject)")
         }
+        // Every admitted send's session, and no other.
+        let stored = Set(try await store.openSessions(projectID: "p", now: now).map(\.id))
+        let modelled = Set(try await model.openSessions(projectID: "p", now: now).map(\.id))
+        #expect(stored == modelled)
+        #expect(stored.isEmpty == false)
         // Worth something only if batches were large and went through every verdict.
         #expect(largest >= 10)
         #expect(seen == ["admitted", "refused", "tripped", "blocked"])
