@@ -120,10 +120,12 @@ enum PostgresRoutines {
           v_factor double precision;
           v_index integer;
           v_admits bigint;
+          v_in_memory boolean;
           v_admitted integer[] := '{}';
         BEGIN
           v_admits := (SELECT count(*) FROM jsonb_array_elements(p_ops) o WHERE o.value->>'op' = 'admit');
-          IF v_admits >= 3 THEN
+          -- One admission locks in key order by itself (herald_admit_send_v1); several lock here first.
+          IF v_admits >= 2 THEN
             v_keys := ARRAY(
               SELECT DISTINCT l.value->>0 FROM jsonb_array_elements(p_ops) o, jsonb_array_elements(o.value->'limits') l
               WHERE o.value->>'op' = 'admit');
@@ -136,29 +138,16 @@ enum PostgresRoutines {
                 FROM (SELECT l.key, l.tat_us FROM rate_limits l WHERE l.key = ANY (v_keys) ORDER BY l.key COLLATE "C" FOR UPDATE) locked;
               EXIT WHEN cardinality(k_keys) = cardinality(v_keys);
             END LOOP;
+            PERFORM count(pg_advisory_xact_lock(hashtextextended('prefix_velocity:' || s.p, 0))) FROM (
+              SELECT d.p FROM (
+                SELECT DISTINCT o.value->>'project' || ':' || (o.value->>'prefix') AS p FROM jsonb_array_elements(p_ops) o
+                WHERE o.value->>'op' = 'admit' AND o.value->>'windowUs' IS NOT NULL) d
+              ORDER BY d.p COLLATE "C") s;
+          END IF;
+          -- From three admissions on, decided on the rows just read; one or two run herald_admit_send_v1 each.
+          v_in_memory := v_admits >= 3;
+          IF v_in_memory THEN
             k_dirty := array_fill(false, ARRAY[cardinality(k_keys)]);
-            PERFORM count(pg_advisory_xact_lock(hashtextextended('prefix_velocity:' || s.p, 0))) FROM (
-              SELECT d.p FROM (
-                SELECT DISTINCT o.value->>'project' || ':' || (o.value->>'prefix') AS p FROM jsonb_array_elements(p_ops) o
-                WHERE o.value->>'op' = 'admit' AND o.value->>'windowUs' IS NOT NULL) d
-              ORDER BY d.p COLLATE "C") s;
-          ELSIF v_admits = 2 THEN
-            -- Two admissions lock as v6 did, then each runs herald_admit_send_v1.
-            INSERT INTO rate_limits (key, tat_us)
-              SELECT s.k, 0 FROM (
-                SELECT DISTINCT l.value->>0 AS k FROM jsonb_array_elements(p_ops) o, jsonb_array_elements(o.value->'limits') l
-                WHERE o.value->>'op' = 'admit') s
-              ORDER BY s.k COLLATE "C"
-              ON CONFLICT (key) DO NOTHING;
-            PERFORM 1 FROM rate_limits locked
-              WHERE locked.key = ANY (ARRAY(
-                SELECT l.value->>0 FROM jsonb_array_elements(p_ops) o, jsonb_array_elements(o.value->'limits') l WHERE o.value->>'op' = 'admit'))
-              ORDER BY locked.key COLLATE "C" FOR UPDATE;
-            PERFORM count(pg_advisory_xact_lock(hashtextextended('prefix_velocity:' || s.p, 0))) FROM (
-              SELECT d.p FROM (
-                SELECT DISTINCT o.value->>'project' || ':' || (o.value->>'prefix') AS p FROM jsonb_array_elements(p_ops) o
-                WHERE o.value->>'op' = 'admit' AND o.value->>'windowUs' IS NOT NULL) d
-              ORDER BY d.p COLLATE "C") s;
           END IF;
           v_done := '{}';
           -- A worker's batch (herald-api's hold admissions only and skip this).
@@ -252,7 +241,7 @@ enum PostgresRoutines {
                 RETURN NEXT;
                 CONTINUE;
               END IF;
-              IF k_keys IS NULL THEN
+              IF NOT v_in_memory THEN
                 SELECT * INTO r FROM herald_admit_send_v1(
                   v->>'project', v->>'prefix', (v->>'nowUs')::bigint, (v->'limits')::text,
                   (v->>'windowUs')::bigint, (v->>'multiple')::double precision, (v->>'minSends')::bigint, (v->>'blockUs')::bigint,
@@ -298,15 +287,8 @@ enum PostgresRoutines {
                 END IF;
               END LOOP;
               IF n1 IS NOT NULL THEN
-                FOR v_index IN 1 .. cardinality(v_spent_at) LOOP
-                  k_tats[v_spent_at[v_index]] := GREATEST(v_now, k_tats[v_spent_at[v_index]] - v_spent_t[v_index]);
-                END LOOP;
                 verdict := 'refused';
-                RETURN NEXT;
-                CONTINUE;
-              END IF;
-
-              IF v->>'windowUs' IS NOT NULL THEN
+              ELSIF v->>'windowUs' IS NOT NULL THEN
                 v_window := GREATEST(1, (v->>'windowUs')::bigint);
                 v_at := NULL;
                 FOR v_index IN 1 .. cardinality(p_projects) LOOP
@@ -356,13 +338,16 @@ enum PostgresRoutines {
                   note := format('%s sends in %s against a baseline of %s per window', v_sends, v->>'windowText', to_char(v_baseline, 'FM999999999990.0'));
                   INSERT INTO prefix_blocks (project_id, prefix, until_us, reason, created_us) VALUES (v->>'project', v->>'prefix', n4, note, n5)
                     ON CONFLICT (project_id, prefix) DO UPDATE SET until_us = excluded.until_us, reason = excluded.reason, created_us = excluded.created_us;
-                  FOR v_index IN 1 .. cardinality(v_spent_at) LOOP
-                    k_tats[v_spent_at[v_index]] := GREATEST(v_now, k_tats[v_spent_at[v_index]] - v_spent_t[v_index]);
-                  END LOOP;
                   verdict := 'tripped';
-                  RETURN NEXT;
-                  CONTINUE;
                 END IF;
+              END IF;
+              -- Refused or tripped: what it spent goes back.
+              IF verdict IS NOT NULL THEN
+                FOR v_index IN 1 .. cardinality(v_spent_at) LOOP
+                  k_tats[v_spent_at[v_index]] := GREATEST(v_now, k_tats[v_spent_at[v_index]] - v_spent_t[v_index]);
+                END LOOP;
+                RETURN NEXT;
+                CONTINUE;
               END IF;
 
               -- Its session and ledger row go in with the others admitted, after the loop.
@@ -387,7 +372,7 @@ enum PostgresRoutines {
               ON CONFLICT (job_id) DO NOTHING;
           END IF;
           -- Each row the admissions changed, written once.
-          IF k_keys IS NOT NULL THEN
+          IF v_in_memory THEN
             UPDATE rate_limits l SET tat_us = u.tat FROM unnest(k_keys, k_tats, k_dirty) AS u(key, tat, dirty)
               WHERE u.dirty AND l.key = u.key;
           END IF;

@@ -83,6 +83,23 @@ struct PostgresRoutinesTests {
         var seen: Set<String> = []
         var largest = 0
         var step = 0
+        // Every key's allowance as the model leaves it, after each batch (a refund may leave a TAT at the
+        // refused send's time where the model left an older one: the same state to GCRA from then on,
+        // so allowances are compared, not raw TATs).
+        let keys =
+            [(LimitKind.project, "p", "30/10s"), (.country, "US", "12/10s burst 8"), (.country, "GB", "12/10s burst 8")]
+            + phones.map { (LimitKind.number, $0.e164, "3/10s burst 2") } + (1...3).map { (LimitKind.ip, "203.0.113.\($0)", "9/10s") }
+        func expectSameAllowances(at time: Date, _ comment: Comment) async throws {
+            for (kind, subject, policy) in keys {
+                let parameters = GCRA.Parameters(RatePolicy.parse(policy)!)
+                let stored = try await store.rateStates(kind: kind.rawValue, subject: subject, project: "p").first?.tat
+                let modelled = try await model.rateStates(kind: kind.rawValue, subject: subject, project: "p").first?.tat
+                let at = time.microsecondsSince1970
+                #expect(
+                    GCRA.remaining(tat: stored, now: at, parameters: parameters) == GCRA.remaining(tat: modelled, now: at, parameters: parameters),
+                    "\(kind) \(subject), \(comment)")
+            }
+        }
         while step < 400 {
             var batch: [SendAdmission] = []
             for _ in 0..<Int.random(in: 1...12, using: &generator) {
@@ -121,19 +138,7 @@ struct PostgresRoutinesTests {
                 #expect(recorded == (expected == .admitted), "\(send.session.id)")
             }
             largest = max(largest, batch.count)
-        }
-        // Every key's allowance as the model leaves it (a refund may leave a TAT at now where the model
-        // left an older one: the same state to GCRA, so allowances are compared, not raw TATs).
-        let final = now.microsecondsSince1970
-        for (kind, subject, policy) in [
-            (LimitKind.project, "p", "30/10s"), (.country, "US", "12/10s burst 8"), (.country, "GB", "12/10s burst 8"),
-        ] + phones.map({ (LimitKind.number, $0.e164, "3/10s burst 2") }) + (1...3).map({ (LimitKind.ip, "203.0.113.\($0)", "9/10s") }) {
-            let parameters = GCRA.Parameters(RatePolicy.parse(policy)!)
-            let stored = try await store.rateStates(kind: kind.rawValue, subject: subject, project: "p").first?.tat
-            let modelled = try await model.rateStates(kind: kind.rawValue, subject: subject, project: "p").first?.tat
-            #expect(
-                GCRA.remaining(tat: stored, now: final, parameters: parameters) == GCRA.remaining(tat: modelled, now: final, parameters: parameters),
-                "\(kind) \(subject)")
+            try await expectSameAllowances(at: now, "after the batch ending with s\(step - 1)")
         }
         // Every admitted send's session, and no other.
         let stored = Set(try await store.openSessions(projectID: "p", now: now).map(\.id))
