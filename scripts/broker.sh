@@ -80,7 +80,9 @@ start() {
   echo '[].' > "$BASE/advanced.config"
   echo "broker: starting RabbitMQ on $HOST:$PORT (data in $BASE)"
   # setsid: Ctrl-C in a foreground `make run` must not reach the broker before we stop it ourselves.
-  rmq_env setsid "$BIN/rabbitmq-server" > "$BASE/server.out" 2>&1 < /dev/null &
+  # Run from its own directory: what Erlang writes relative to its working directory (Mnesia's core
+  # dump when its data vanished under it) stays there, never in the repository.
+  rmq_env env -C "$BASE" setsid "$BIN/rabbitmq-server" > "$BASE/server.out" 2>&1 < /dev/null &
   echo $! > "$BASE/server.pid"
   if ! rmq_env "$BIN/rabbitmqctl" -q wait --timeout 120 "$BASE/rabbit.pid" > /dev/null 2>&1; then
     echo "broker: RabbitMQ did not start; last lines of $BASE/server.out:" >&2
@@ -93,8 +95,16 @@ start() {
 stop() {
   if ours_running; then
     echo "broker: stopping the RabbitMQ started by this script"
-    rmq_env "$BIN/rabbitmqctl" -q shutdown > /dev/null 2>&1 || kill "$(cat "$BASE/server.pid")" 2>/dev/null || true
-    for _ in $(seq 1 50); do ours_running || break; sleep 0.2; done
+    # The Erlang VM's own pid is in rabbit.pid; server.pid is the shell that waits for it.
+    rmq_env "$BIN/rabbitmqctl" -q shutdown > /dev/null 2>&1 || kill "$(cat "$BASE/rabbit.pid" 2>/dev/null)" 2>/dev/null || true
+    for _ in $(seq 1 300); do ours_running || break; sleep 0.2; done
+    # Still up after 60 s (a loaded machine): killed, never left running, since callers delete the
+    # node's directory next and a node whose data vanished keeps running and dumps Mnesia's core.
+    if ours_running; then
+      echo "broker: RabbitMQ did not stop within 60 s; killing it" >&2
+      kill -9 "$(cat "$BASE/rabbit.pid" 2>/dev/null)" 2>/dev/null || true
+      for _ in $(seq 1 50); do ours_running || break; sleep 0.2; done
+    fi
     rm -f "$BASE/server.pid"
     # epmd outlives the broker; stop the one bound for it (only when no other Erlang node uses it).
     if command -v epmd > /dev/null && ! epmd -names 2>/dev/null | grep -q '^name '; then epmd -kill > /dev/null 2>&1 || true; fi

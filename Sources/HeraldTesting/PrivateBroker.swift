@@ -46,7 +46,9 @@ public struct PrivateBroker: Sendable {
                 return broker
             } catch {
                 failure = error
-                try? FileManager.default.removeItem(atPath: broker.directory)
+                // Stopped before its directory goes: a start that failed late may have left a node
+                // running, which would outlive the test and dump Mnesia's core when its data vanished.
+                await broker.remove()
             }
         }
         throw failure ?? TestFailure("the private broker did not start")
