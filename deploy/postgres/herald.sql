@@ -18,7 +18,9 @@
 \endif
 
 CREATE ROLE :"role" LOGIN PASSWORD :password NOSUPERUSER NOCREATEDB NOCREATEROLE CONNECTION LIMIT 500;
-CREATE DATABASE :"database" OWNER :"role" ENCODING 'UTF8' TEMPLATE template0;
+-- Byte order for text: Herald's columns declare it themselves (schema version 11), and a database of its
+-- own then sorts the routines' intermediate texts the same way, without the C library's collation.
+CREATE DATABASE :"database" OWNER :"role" ENCODING 'UTF8' LC_COLLATE 'C' TEMPLATE template0;
 REVOKE ALL ON DATABASE :"database" FROM PUBLIC;
 GRANT CONNECT, TEMPORARY ON DATABASE :"database" TO :"role";
 -- Lets herald-api see how long other roles' sessions have held a snapshot on the database (a pg_dump, a
