@@ -25,8 +25,22 @@ final class SpawnedProcess: Sendable {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
+        // Signals as a process started from a shell gets them: none blocked, SIGPIPE not ignored. The
+        // spawning thread is one of the test runner's, which blocks signals (a pgbench run with `-T`
+        // waited for a SIGALRM that never came), and the runner ignores SIGPIPE (`LineOutput`).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let result = posix_spawn(&child, path, &actions, nil, argv, envp)
+        let result = posix_spawn(&child, path, &actions, &attributes, argv, envp)
         guard result == 0 else { throw TestFailure("posix_spawn \(path) failed: \(String(cString: strerror(result)))") }
         pid = child
     }
