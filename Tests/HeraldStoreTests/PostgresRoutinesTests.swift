@@ -179,3 +179,32 @@ struct PlaceholderRewriteTests {
         #expect(PlaceholderCache.rewrite("SELECT 1 - -1, ?") == "SELECT 1 - -1, $1")
     }
 }
+
+/// `scripts/pg-batch-bench.sh`, the routine-level benchmark the README points to: it must keep calling
+/// the routine the migration installs with operations it accepts, or its figures would stop meaning
+/// anything without anyone noticing.
+@Suite("The PostgreSQL routine benchmark script", .timeLimit(.minutes(1)))
+struct PostgresBatchBenchScriptTests {
+    @Test("one second of admissions, claims and outcomes: a time per call for each, and its schema dropped after")
+    func runsAndCleansUp() async throws {
+        _ = try TestStore.postgresURL()  // no PostgreSQL: a failure, not a skip
+        let script = TestConfiguration.repositoryRoot.appendingPathComponent("scripts/pg-batch-bench.sh").path
+        // The server's URL reaches the script from the environment (make test exports it; by hand the
+        // script asks scripts/postgres.sh), so its password is not in the command a failure prints.
+        let output = try await shell(
+            #"PG_URL="${HERALDTEST_POSTGRES_URL%%\?*}" PG_BENCH_ADMIN="# + shellQuoted(HeraldProcess.binDirectory + "/herald-admin") + " "
+                + shellQuoted(script) + " 1 4 1")
+        let calls = output.split(separator: "\n").filter { $0.contains("ms per call") }
+        #expect(calls.count == 3, "\(output)")
+        for kind in ["bench_admits", "bench_claims", "bench_outcomes"] {
+            #expect(calls.contains { $0.contains(kind) && $0.contains("herald_batch_v") }, "\(kind): \(output)")
+        }
+        let (store, schemaURL, _) = try await PostgresRoutinesTests.freshStore(migrate: false)
+        let left = try await store.run { db in
+            try db.query("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'pgbench\\_%'").first?.first?.int ?? -1
+        }
+        #expect(left == 0)
+        await store.close()
+        await TestStore.dropSchema(of: schemaURL)
+    }
+}
