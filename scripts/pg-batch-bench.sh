@@ -28,17 +28,14 @@ done
 BIN=/usr/lib/postgresql/15/bin
 [ -x "$BIN/pgbench" ] || BIN=$(dirname "$(command -v pgbench)")
 
-# postgres://user:password@host:port/database
-USER_NAME=$(sed -E 's|^postgres(ql)?://([^:@/]*).*|\2|' <<< "$URL")
-PASSWORD=$(sed -nE 's|^postgres(ql)?://[^:@/]*:([^@]*)@.*|\2|p' <<< "$URL")
-HOST=$(sed -E 's|^[^@]*@([^:/]*).*|\1|' <<< "$URL")
-PORT=$(sed -nE 's|^[^@]*@[^:/]*:([0-9]+).*|\1|p' <<< "$URL")
-DATABASE=$(sed -E 's|.*/([^/]*)$|\1|' <<< "$URL")
-export PGPASSWORD=$PASSWORD
+# psql and pgbench take the URL as it is; its password goes to them in PGPASSWORD, not on their
+# command lines, where any local user's `ps` would show it.
+export PGPASSWORD=$(sed -nE 's|^postgres(ql)?://[^:@/]*:([^@]*)@.*|\2|p' <<< "$URL")
+CONNECTION=$(sed -E 's|^(postgres(ql)?://[^:@/]*):[^@]*@|\1@|' <<< "$URL")
 SCHEMA="pgbench_$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 WORK=$(mktemp -d)
 cleanup() {
-  PGOPTIONS= "$BIN/psql" -X -q -h "$HOST" -p "${PORT:-5432}" -U "$USER_NAME" -d "$DATABASE" \
+  PGOPTIONS= "$BIN/psql" -X -q -d "$CONNECTION" \
     -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" > /dev/null 2>&1 || true
   rm -rf "$WORK"
 }
@@ -84,10 +81,10 @@ CREATE FUNCTION bench_outcomes(n integer) RETURNS jsonb LANGUAGE sql VOLATILE AS
        (SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms) t
 $$;
 SQL
-"$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$HOST" -p "${PORT:-5432}" -U "$USER_NAME" -d "$DATABASE" -f "$WORK/generators.sql"
+"$BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$CONNECTION" -f "$WORK/generators.sql"
 
 # The newest batch routine the migration installed (herald_batch_vN).
-ROUTINE=$("$BIN/psql" -X -At -h "$HOST" -p "${PORT:-5432}" -U "$USER_NAME" -d "$DATABASE" -c "SELECT proname FROM pg_proc
+ROUTINE=$("$BIN/psql" -X -At -d "$CONNECTION" -c "SELECT proname FROM pg_proc
   WHERE pronamespace = current_schema()::regnamespace AND proname ~ '^herald_batch_v[0-9]+$'
   ORDER BY substring(proname from '[0-9]+$')::int DESC LIMIT 1")
 [ -n "$ROUTINE" ] || { echo "pg-batch-bench: no herald_batch_v* routine in the migrated schema" >&2; exit 1; }
@@ -95,9 +92,8 @@ for kind in admits claims outcomes; do
   echo "SELECT count(*) FROM $ROUTINE(bench_$kind(:batch));"
 done > "$WORK/cycle.sql"
 
-COLLATION=$("$BIN/psql" -X -At -h "$HOST" -p "${PORT:-5432}" -U "$USER_NAME" -d "$DATABASE" \
-  -c "SELECT datcollate FROM pg_database WHERE datname = current_database()")
-echo "pg-batch-bench: $DATABASE (collation $COLLATION), $CLIENTS client(s), $BATCH sends per batch, $SECONDS_TO_RUN s"
-"$BIN/pgbench" -h "$HOST" -p "${PORT:-5432}" -U "$USER_NAME" -n -r -c "$CLIENTS" -T "$SECONDS_TO_RUN" -D batch="$BATCH" \
-  -f "$WORK/cycle.sql" "$DATABASE" 2>&1 |
+DATABASE=$("$BIN/psql" -X -At -d "$CONNECTION" \
+  -c "SELECT current_database() || ' (collation ' || datcollate || ')' FROM pg_database WHERE datname = current_database()")
+echo "pg-batch-bench: $DATABASE, $CLIENTS client(s), $BATCH sends per batch, $SECONDS_TO_RUN s"
+"$BIN/pgbench" -n -r -c "$CLIENTS" -T "$SECONDS_TO_RUN" -D batch="$BATCH" -f "$WORK/cycle.sql" "$CONNECTION" 2>&1 |
   awk '/^latency average|^tps/ { print "  " $0 } /herald_batch_v/ { sub(/^ +/, ""); split($0, f, " +"); print "  " f[1] " ms per call: " substr($0, index($0, "SELECT")) }'
