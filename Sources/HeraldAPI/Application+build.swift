@@ -91,8 +91,9 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock, recentLogin: configuration.tokens.recentLogin)
     let phone = PhoneSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, tokens: dependencies.tokens,
-        limits: configuration.limits, verifier: verifier, completion: completion, signedIn: signedIn, devMode: configuration.devMode,
-        clock: dependencies.clock,
+        limits: configuration.limits,
+        leases: LeasedLimits(store: dependencies.store, settings: configuration.limits.leasing, clock: dependencies.clock, logger: logger),
+        verifier: verifier, completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock,
         logger: logger)
     let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
     let emailLink = EmailLinkSignIn(

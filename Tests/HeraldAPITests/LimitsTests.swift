@@ -153,6 +153,57 @@ struct LimitsTests {
         }
     }
 
+    @Test(
+        "busy shared limits are leased into the process: sends spend leased tokens, a send another limit refuses gives its tokens back and names that limit, and a country passes its allowance exactly"
+    )
+    func leasedSharedLimits() async throws {
+        // The project's limit never refuses; the country's 640/1h does. Both are leased (at most a 32nd of
+        // the burst at once, 20 for the country), a token is good for a second. The project is checked
+        // before the country, so a refusal by the country comes from the store's second check.
+        let harness = try RouterHarness {
+            $0.limits =
+                #"{perNumber: ["1/1h"], perIP: [], perProject: ["64000/1h"], perCountry: ["640/1h"], pumping: {enabled: false}, leasing: {above: 1, lifetime: 1s}}"#
+        }
+        let interval = GCRA.Parameters(RatePolicy.parse("640/1h")!).interval
+        try await harness.run { client in
+            var passed = 0
+            var leasedAhead = false
+            func sendOnce(_ phone: String) async throws -> HeraldClient.Answer {
+                let answer = try await client.post(send, apiKey: key, json: ["phoneNumber": phone])
+                if answer.status == 200 {
+                    passed += 1
+                } else {
+                    #expect(answer.errorMessage == "QUOTA_EXCEEDED : Exceeded quota for sending verification codes.")
+                }
+                return answer
+            }
+            for index in 0..<700 {
+                let phone = "+1555556" + String(1000 + index)
+                let first = try await sendOnce(phone)
+                // The same number again: its own limit refuses it, with its own error, whether or not leased
+                // tokens covered the project and the country; those tokens go back to the process.
+                if index.isMultiple(of: 2), first.status == 200 {
+                    #expect(try await client.post(send, apiKey: key, json: ["phoneNumber": phone]).errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
+                }
+                // The country's row has been charged for more sends than went out: a lease took them ahead.
+                if index < 600, let tat = try await harness.store.rateStates(kind: "country", subject: "US", project: nil).first?.tat {
+                    let charged = (tat - harness.clock.now.microsecondsSince1970 + interval - 1) / interval
+                    if charged > passed { leasedAhead = true }
+                }
+            }
+            // Tokens still held lapse after their second and go back to the store; the next sends spend them.
+            try await Task.sleep(for: .milliseconds(1200))
+            for index in 0..<40 { _ = try await sendOnce("+1555557" + String(1000 + index)) }
+            #expect(leasedAhead)
+            // 640, and one more if the run crossed a refill (one every 5.6 s).
+            #expect((640...641).contains(passed), "\(passed) sends passed a 640/1h country limit")
+            #expect(harness.publishedJobs().count == passed)
+            #expect(harness.logs.text.contains("limit=limits.perNumber"))
+            #expect(harness.logs.text.contains("limit=limits.perCountry"))
+            #expect(harness.logs.text.contains("limit=limits.perProject") == false)
+        }
+    }
+
     @Test("a send the broker never confirmed does not spend the client's limits")
     func refundOnPublishFailure() async throws {
         let harness = try RouterHarness { $0.limits = #"{perNumber: ["1/1h"], perIP: [], perProject: [], pumping: {enabled: false}}"# }

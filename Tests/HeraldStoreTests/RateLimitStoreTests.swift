@@ -98,6 +98,38 @@ struct RateLimitStoreTests {
         }
     }
 
+    /// What herald-api's leases of busy limits (`LimitLeases`) rely on: a lease of n events is one
+    /// decision with n times the spacing, and lapsed tokens go back as one refund of n.
+    @Test("a lease of several events is one decision and its refund gives exactly those back, as in the model", arguments: StoreKind.allCases)
+    func leasesMatchModel(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            var generator = SystemRandomNumberGenerator()
+            let parameters = GCRA.Parameters(RatePolicy.parse("640/1h")!)
+            let key = "project:p:p|640/1h"
+            var modelTAT: Int64?
+            var now: Int64 = 1_800_000_000_000_000
+            var granted = 0
+            for step in 0..<300 {
+                now += Int64.random(in: 0...(parameters.interval * 20), using: &generator)
+                // Leases of up to 100 and lapsed tokens of up to 20 given back: the allowance runs out and refills.
+                let lease = parameters.forCost(Int64.random(in: 1...(step % 3 == 2 ? 20 : 100), using: &generator))
+                if step % 3 == 2, let tat = modelTAT {
+                    modelTAT = GCRA.refund(tat: tat, now: now, parameters: lease)
+                    try await store.rateRefund(key: key, parameters: lease, now: now)
+                } else {
+                    let expected = GCRA.decide(tat: modelTAT, now: now, parameters: lease)
+                    if expected.allowed {
+                        modelTAT = expected.tat
+                        granted += 1
+                    }
+                    #expect(try await store.rateDecision(key: key, parameters: lease, now: now) == expected, "step \(step)")
+                }
+            }
+            #expect(try await store.rateStates(kind: "project", subject: "p", project: "p").first?.tat == modelTAT)
+            #expect(granted > 20 && granted < 200, "both grants and refusals were checked (\(granted) granted)")
+        }
+    }
+
     @Test("the limiter spends all checks or none", arguments: StoreKind.allCases)
     func allOrNothing(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

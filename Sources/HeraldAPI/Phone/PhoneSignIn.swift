@@ -11,6 +11,8 @@ struct PhoneSignIn: Sendable {
     let keys: HeraldKeys
     let tokens: TokenIssuer
     let limits: HeraldConfiguration.Limits
+    /// Slices of the busy shared limits (`limits.leasing`) this process spends without the store.
+    let leases: LeasedLimits
     let verifier: AppVerifier
     let completion: SignInCompletion
     let signedIn: SignedInUser
@@ -364,14 +366,25 @@ struct PhoneSignIn: Sendable {
         }
         let prefix = phone.prefix(digits: limits.prefixDigits)
         let checks = LimitCheck.forSend(project: project.id, phone: phone, clientKey: origin.clientKey, limits: limits)
+        // Limits a leased token covers are spent here; the store decides the rest with the send.
+        let coverage = leases.cover(checks, now: now)
         let send = SendAdmission(
-            session: session, prefix: prefix, limits: checks, pumping: limits.pumping.enabled ? limits.pumping : nil, now: now,
+            session: session, prefix: prefix, limits: coverage.storeChecks, pumping: limits.pumping.enabled ? limits.pumping : nil, now: now,
             refuseSecondFactorHolders: refuseSecondFactorHolders)
         let started = ContinuousClock.now
-        let verdict = try await store.admitSend(send)
+        let verdict: SendAdmission.Verdict
+        do {
+            verdict = try await store.admitSend(send)
+        } catch {
+            leases.giveBack(checks, coverage, now: now)
+            throw error
+        }
         metrics.admission.record(duration: ContinuousClock.now - started)
+        if verdict != .admitted { leases.giveBack(checks, coverage, now: now) }
         switch verdict {
         case .admitted:
+            // Every limit, covered or not, was spent in the store (a lease spent it ahead): a refund
+            // after a failed publish gives each back there.
             return checks
         case .secondFactorHolder:
             count(project, "refused", phone)
@@ -382,7 +395,7 @@ struct PhoneSignIn: Sendable {
                 .quotaExceeded, "Exceeded quota for sending verification codes.",
                 retryAfter: .seconds(max(1, Int64(block.until.timeIntervalSince(now)))))
         case .refused(let index, let decision):
-            let refusal = RateLimiter.Refusal(check: checks[index], retryAfter: decision.retryAfterDuration)
+            let refusal = RateLimiter.Refusal(check: checks[coverage.checkIndex(index)], retryAfter: decision.retryAfterDuration)
             refused(project, phone, limit: refusal.check.kind.configurationKey, policy: refusal.check.policy.description)
             throw Self.error(for: refusal)
         case .tripped:

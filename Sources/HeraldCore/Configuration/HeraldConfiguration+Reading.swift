@@ -200,7 +200,8 @@ extension HeraldConfiguration {
             lookupsPerIP: try limits.rateList(
                 "lookupsPerIP", default: [RatePolicy(limit: 30, period: .seconds(60)), RatePolicy(limit: 300, period: .seconds(3600))]),
             passwordChangesPerUser: try limits.rateList("passwordChangesPerUser", default: [RatePolicy(limit: 5, period: .seconds(3600))]),
-            pumping: try Self.pumping(try limits.section("pumping")))
+            pumping: try Self.pumping(try limits.section("pumping")),
+            leasing: try Self.leasing(try limits.section("leasing")))
         try limits.finish()
 
         let sms = try root.section("sms")
@@ -390,6 +391,14 @@ extension HeraldConfiguration {
 }
 
 extension HeraldConfiguration {
+    static func leasing(_ section: ConfigReader) throws -> LimitLeases.Settings {
+        let settings = LimitLeases.Settings(
+            above: try section.int("above", default: 50, in: 0...1_000_000),
+            lifetime: try section.duration("lifetime", default: .milliseconds(100), in: .milliseconds(10) ... .seconds(1)))
+        try section.finish()
+        return settings
+    }
+
     static func pumping(_ section: ConfigReader) throws -> PrefixVelocity.Settings {
         let settings = PrefixVelocity.Settings(
             enabled: try section.bool("enabled", default: true),

@@ -373,12 +373,16 @@ public struct HeraldConfiguration: Sendable {
         public var passwordChangesPerUser: [RatePolicy]
         /// `limits.pumping`: per-prefix velocity blocks.
         public var pumping: PrefixVelocity.Settings
+        /// `limits.leasing`: slices of busy shared limits held in each herald-api process.
+        public var leasing: LimitLeases.Settings
 
         public init(
             perNumber: [RatePolicy], perIP: [RatePolicy], perProject: [RatePolicy], perCountry: [RatePolicy], perPrefix: [RatePolicy],
             prefixDigits: Int, checksPerNumber: [RatePolicy], pushesPerDevice: [RatePolicy] = [], perEmail: [RatePolicy] = [],
-            lookupsPerIP: [RatePolicy] = [], passwordChangesPerUser: [RatePolicy] = [], pumping: PrefixVelocity.Settings
+            lookupsPerIP: [RatePolicy] = [], passwordChangesPerUser: [RatePolicy] = [], pumping: PrefixVelocity.Settings,
+            leasing: LimitLeases.Settings = .off
         ) {
+            self.leasing = leasing
             self.perEmail = perEmail
             self.lookupsPerIP = lookupsPerIP
             self.passwordChangesPerUser = passwordChangesPerUser
