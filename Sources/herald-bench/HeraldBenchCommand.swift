@@ -44,6 +44,17 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
     @Option(help: "Store of the profile and both pair suites: sqlite or postgres.") var profileStore = "sqlite"
     @Option(
+        name: .customLong("limits"),
+        help:
+            "The limits section (YAML flow) of every run with limits (performance, limits, profile, pair): by default every kind of limit is spent and none refuses; for example add 'pumping: {enabled: false}' or 'leasing: {above: 0}' to see what one part costs."
+    )
+    var measuredLimitsSection = HeraldBenchCommand.measuredLimits
+    @Option(
+        help:
+            "The pair suite's limits for the baseline stack (default: --limits): with --baseline-bin .build/release, the same build with and without a part of its limits, loaded at the same time."
+    )
+    var baselineLimits: String?
+    @Option(
         help:
             "The pair suites' other build: a directory holding its herald-api and herald-sms-worker (for example a copy of another commit's .build/release)."
     )
@@ -134,7 +145,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             for variant in variants where variant.apis == 1 {
                 try await limiterDecisions(variant.store)
                 var answerTimes: [String: (p50: Double, p99: Double, endToEndP99: Double, disk: DiskSyncWatch.Summary?)] = [:]
-                for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", Self.measuredLimits)] {
+                for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", measuredLimitsSection)] {
                     let stack = try await BenchStack.start(limits: limits, store: variant.store)
                     do {
                         answerTimes[label] = try await latency(stack, label: "(l) [\(variant.label)] \(label):")

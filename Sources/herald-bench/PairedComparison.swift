@@ -15,8 +15,11 @@ extension HeraldBenchCommand {
             throw TestFailure("--baseline-bin \(baseline) holds no executable \(name)")
         }
         print("pair: this build (\(HeraldProcess.binDirectory)) against \(baseline), \(store), \(runs) runs of \(throughputSeconds) s at c64 each")
+        if let baselineLimits { print("limits: this build \(measuredLimitsSection); baseline \(baselineLimits)") }
         let ratios = try await withPair(baseline: baseline) {
-            try await BenchStack.start(limits: Self.measuredLimits, store: store, binDirectory: $0)
+            // The baseline's limits may differ (`--baseline-limits`): the same build with a part turned off.
+            let limits = $0 == nil ? measuredLimitsSection : baselineLimits ?? measuredLimitsSection
+            return try await BenchStack.start(limits: limits, store: store, binDirectory: $0)
         } _: { current, other in
             let floor = try await healthzFloor(current)
             print(

@@ -169,7 +169,7 @@ extension HeraldBenchCommand {
     /// One store variant: throughput with the default limits (and each process's CPU meanwhile),
     /// the answer time at a fixed rate with and without limits, enqueue → gateway, memory.
     func apiFigures(_ variant: (label: String, store: TestStore, apis: Int), into table: Table) async throws {
-        let limited = try await BenchStack.start(limits: Self.measuredLimits, store: variant.store, apis: variant.apis)
+        let limited = try await BenchStack.start(limits: measuredLimitsSection, store: variant.store, apis: variant.apis)
         do {
             if variant.store == .sqlite {
                 // The driver's own ceiling, against the cheapest endpoint there is.
@@ -279,7 +279,7 @@ extension HeraldBenchCommand {
     /// `loadRuns` c64 runs on the same stack come first (for A/B comparisons of one change: their
     /// sends/s and herald-api CPU per send).
     func perfTopTen(store: TestStore = .sqlite, keeping: String? = nil, loadRuns: Int = 0, perSend: Double? = nil) async throws {
-        let stack = try await BenchStack.start(limits: Self.measuredLimits, store: store)
+        let stack = try await BenchStack.start(limits: measuredLimitsSection, store: store)
         var perSendOfRuns = [Double]()
         for _ in 0..<loadRuns {
             do {

@@ -42,30 +42,32 @@ struct LimitLeasesTests {
         #expect(none.covered == 0 && none.leases.isEmpty && off.keys == 0)
     }
 
-    @Test("a busy key asks one lease at a time sized to its demand, spends it, and tops up when a quarter is left")
+    @Test("a busy key asks one lease at a time sized to half its demand, spends it, and tops up when a quarter is left")
     func busyKeyLeases() throws {
         var leases = LimitLeases(settings: settings)
-        // 1,000 a second: the fifth send within 100 ms crosses 50 a second and asks for 5 (its demand so far).
+        // 1,000 a second: the fifth send within 100 ms crosses 50 a second and asks for 2 (half its demand so far).
         let start = sends(&leases, 10, start: 0, every: ms)
         #expect(start.covered == 0)
         let first = try #require(start.leases.first)
         #expect(start.leases.count == 1, "one lease in flight at a time")
-        #expect(first.count == 5 && first.at == 4 * ms)
-        #expect(first.storeParameters == busy.forCost(5))
+        #expect(first.count == 2 && first.at == 4 * ms)
+        #expect(first.storeParameters == busy.forCost(2))
         #expect(leases.leased(first, granted: true, retryAfter: 0, now: 11 * ms) == nil)
-        #expect(leases.held(key: first.key, now: 11 * ms) == 5)
-        // The next sends spend the 5; at three left, a quarter of the 12 sent in this window, the next
-        // lease is asked, for 12.
+        #expect(leases.held(key: first.key, now: 11 * ms) == 2)
+        // The next send spends one and, at one left (a quarter of the 5 now wanted), asks for 5; the
+        // one after spends the last, and the rest ask the store until the lease is back.
         let spend = sends(&leases, 6, start: 11 * ms, every: ms)
-        #expect(spend.covered == 5)
+        #expect(spend.covered == 2)
         let second = try #require(spend.leases.first)
-        #expect(spend.leases.count == 1 && second.count == 12 && second.at == 12 * ms)
-        // The window rolls over: a full window's demand (100 at 1 ms) sizes the lease after it.
+        #expect(spend.leases.count == 1 && second.count == 5 && second.at == 11 * ms)
+        // A steady stream, its leases answered at once: a window's demand (100 at 1 ms) sizes them.
         #expect(leases.leased(second, granted: true, retryAfter: 0, now: 20 * ms) == nil)
         var asked: [LimitLeases.Lease] = []
         var covered = 0
+        var lapsed = 0
         for index in 0..<200 {
             let now = 20 * ms + Int64(index) * ms
+            lapsed += leases.sweep(now: now).reduce(0) { $0 + $1.count }
             let (isCovered, lease) = leases.cover(key: first.key, parameters: busy, now: now)
             if isCovered { covered += 1 }
             if let lease {
@@ -73,10 +75,14 @@ struct LimitLeasesTests {
                 #expect(leases.leased(lease, granted: true, retryAfter: 0, now: now) == nil)
             }
         }
-        #expect(asked.map(\.count).max()! <= 101, "a lease covers about one lifetime of demand")
-        #expect(asked.last!.count >= 90)
-        // Almost every send of a steady stream is covered; the ones that are not asked the store themselves.
-        #expect(covered >= 180)
+        #expect(asked.map(\.count).max()! <= 50, "a lease covers about half a lifetime of demand")
+        #expect(asked.last!.count >= 45)
+        // Almost every send of a steady stream is covered, and nothing lapses unspent while it lasts;
+        // when it stops, what is held (at most a lease and a quarter) goes back.
+        #expect(covered >= 190)
+        #expect(lapsed == 0)
+        let left = leases.sweep(now: 220 * ms + 100 * ms).reduce(0) { $0 + $1.count }
+        #expect(left > 0 && left <= 50 + 13)
     }
 
     @Test("a lease never takes more than a 32nd of the policy's burst")
@@ -99,16 +105,17 @@ struct LimitLeasesTests {
         var leases = LimitLeases(settings: settings)
         let lease = try #require(sends(&leases, 5, start: 0, every: ms).leases.first)
         _ = leases.leased(lease, granted: true, retryAfter: 0, now: 5 * ms)
+        #expect(lease.count == 2)
         #expect(leases.cover(key: lease.key, parameters: busy, now: 99 * ms).covered)
-        // At 104 ms (100 ms after the decision) the 4 left are no longer good.
+        // At 104 ms (100 ms after the decision) the one left is no longer good.
         let after = leases.cover(key: lease.key, parameters: busy, now: lease.at + 100 * ms)
         #expect(after.covered == false)
         #expect(leases.held(key: lease.key, now: lease.at + 100 * ms) == 0)
         let next = try #require(after.lease)
         #expect(leases.leased(next, granted: false, retryAfter: 0, now: next.at) == nil)
         let refunds = leases.sweep(now: lease.at + 100 * ms)
-        #expect(refunds == [LimitLeases.Refund(key: lease.key, parameters: busy, count: 4)])
-        #expect(refunds.first?.storeParameters == busy.forCost(4))
+        #expect(refunds == [LimitLeases.Refund(key: lease.key, parameters: busy, count: 1)])
+        #expect(refunds.first?.storeParameters == busy.forCost(1))
         // At most one sweep per lifetime; a key is forgotten once quiet for two windows and no longer paused.
         #expect(leases.sweep(now: lease.at + 150 * ms).isEmpty)
         #expect(leases.keys == 1)
@@ -120,7 +127,7 @@ struct LimitLeasesTests {
         var late = LimitLeases(settings: settings)
         let slow = try #require(sends(&late, 5, start: 0, every: ms).leases.first)
         let back = late.leased(slow, granted: true, retryAfter: 0, now: slow.at + 100 * ms)
-        #expect(back == LimitLeases.Refund(key: slow.key, parameters: busy, count: 5))
+        #expect(back == LimitLeases.Refund(key: slow.key, parameters: busy, count: 2))
         #expect(late.held(key: slow.key, now: slow.at + 100 * ms) == 0)
     }
 
@@ -130,9 +137,9 @@ struct LimitLeasesTests {
         let lease = try #require(sends(&leases, 5, start: 0, every: ms).leases.first)
         _ = leases.leased(lease, granted: true, retryAfter: 0, now: 5 * ms)
         #expect(leases.cover(key: lease.key, parameters: busy, now: 6 * ms).covered)
-        #expect(leases.held(key: lease.key, now: 6 * ms) == 4)
+        #expect(leases.held(key: lease.key, now: 6 * ms) == 1)
         #expect(leases.giveBack(key: lease.key, now: 7 * ms) == nil)
-        #expect(leases.held(key: lease.key, now: 7 * ms) == 5)
+        #expect(leases.held(key: lease.key, now: 7 * ms) == 2)
         #expect(leases.giveBack(key: lease.key, now: lease.at + 100 * ms) == LimitLeases.Refund(key: lease.key, parameters: busy, count: 1))
         #expect(leases.giveBack(key: "project:p:other|64000/1s", now: 0) == nil, "a key never covered has nothing to give back")
     }

@@ -43,7 +43,7 @@ struct ConfigurationTests {
         #expect(configuration.limits.perProject == [RatePolicy.parse("1000/1m")!])
         #expect(configuration.limits.pumping.enabled)
         #expect(configuration.limits.pumping.blockFor == .seconds(12 * 3600))
-        #expect(configuration.limits.leasing == LimitLeases.Settings(above: 50, lifetime: .milliseconds(100)))
+        #expect(configuration.limits.leasing == LimitLeases.Settings(above: 50, lifetime: .seconds(1)))
         #expect(configuration.sms.perNumberSpacing == .seconds(5))
         #expect(configuration.sms.http.rate == RatePolicy.parse("100/1s"))
         #expect(configuration.workers.sms.throttleDelays == [.milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])
@@ -227,7 +227,7 @@ struct ConfigurationTests {
             ("http: {trustedProxies: [\"10.0.0.0/40\"]}", "http.trustedProxies[0]"),
             ("limits: {pumping: {window: soon}}", "limits.pumping.window"),
             ("limits: {pumping: {multipel: 3}}", "limits.pumping.multipel"),
-            ("limits: {leasing: {lifetime: 5s}}", "limits.leasing.lifetime"),
+            ("limits: {leasing: {lifetime: 20s}}", "limits.leasing.lifetime"),
             ("limits: {leasing: {above: -1}}", "limits.leasing.above"),
             ("limits: {prefixDigits: 1}", "limits.prefixDigits"),
             ("workers: {sms: {throttleDelays: [10ms]}}", "workers.sms.throttleDelays[0]"),

@@ -394,7 +394,7 @@ extension HeraldConfiguration {
     static func leasing(_ section: ConfigReader) throws -> LimitLeases.Settings {
         let settings = LimitLeases.Settings(
             above: try section.int("above", default: 50, in: 0...1_000_000),
-            lifetime: try section.duration("lifetime", default: .milliseconds(100), in: .milliseconds(10) ... .seconds(1)))
+            lifetime: try section.duration("lifetime", default: .seconds(1), in: .milliseconds(10) ... .seconds(10)))
         try section.finish()
         return settings
     }

@@ -11,9 +11,10 @@
 /// token's `lifetime`, after which they go back to the store.
 ///
 /// A token is good only for `lifetime` after its lease was decided: GCRA charged the event at that
-/// instant, and a token spent much later would let a window hold more than the policy allows. Spent
-/// within `lifetime`, a window holds at most `lifetime`'s worth of the rate more, as with the
-/// provider pacer's leases.
+/// instant, and a token spent later moves that event into a later window. So a window can hold more
+/// than the policy allows by at most the tokens held unspent at its start: per process a lease and what
+/// was left of the one before (a quarter), so a 32nd of the burst and a quarter of that; a token that
+/// outlives its lifetime goes back instead.
 ///
 /// Keys start leasing only once this process sends more than `Settings.above` a second under them and
 /// the policy's burst is large enough for a slice of it (per-number policies never are); every other
@@ -24,7 +25,7 @@ public struct LimitLeases: Sendable {
     public struct Settings: Sendable, Equatable {
         /// Sends per second under one key in this process from which it leases slices; 0 = never.
         public var above: Int
-        /// How long a leased token is good for, and the span of demand one lease covers.
+        /// How long a leased token is good for; a lease covers half of this long's demand.
         public var lifetime: Duration
 
         public init(above: Int, lifetime: Duration) {
@@ -33,7 +34,7 @@ public struct LimitLeases: Sendable {
         }
 
         /// Every send asks the store.
-        public static let off = Settings(above: 0, lifetime: .milliseconds(100))
+        public static let off = Settings(above: 0, lifetime: .seconds(1))
     }
 
     /// Events to take from the store in one decision.
@@ -209,7 +210,10 @@ extension LimitLeases.Pool {
         }
         let rate = max(demand, lastDemand)
         guard leasing == false, now >= pausedUntil, rate >= threshold else { return (covered, nil) }
-        let wanted = min(cap, rate)
+        // Half a lifetime's demand: a slice is spent after the older one's last quarter, so one the size
+        // of a whole lifetime's demand would lapse with a quarter unspent (measured: a token in four went
+        // back to the store at 4,000 sends a second).
+        let wanted = min(cap, max(2, rate / 2))
         // Top up once a quarter of a lease is left, so the next lease is back before the last token goes.
         guard valid(now: now) <= wanted / 4 else { return (covered, nil) }
         leasing = true
