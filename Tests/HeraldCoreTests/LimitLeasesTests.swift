@@ -131,7 +131,7 @@ struct LimitLeasesTests {
         #expect(late.held(key: slow.key, now: slow.at + 100 * ms) == 0)
     }
 
-    @Test("a token given back goes to the slice that lapses first, or to the store once every slice lapsed")
+    @Test("a token given back goes to the oldest slice while it holds, or to the store once that slice lapsed")
     func giveBack() throws {
         var leases = LimitLeases(settings: settings)
         let lease = try #require(sends(&leases, 5, start: 0, every: ms).leases.first)
@@ -142,6 +142,19 @@ struct LimitLeasesTests {
         #expect(leases.held(key: lease.key, now: 7 * ms) == 2)
         #expect(leases.giveBack(key: lease.key, now: lease.at + 100 * ms) == LimitLeases.Refund(key: lease.key, parameters: busy, count: 1))
         #expect(leases.giveBack(key: "project:p:other|64000/1s", now: 0) == nil, "a key never covered has nothing to give back")
+        // Two slices: once the older has lapsed, a token given back goes to the store, not into the
+        // newer slice, whose lapse is later than that of the lease the token may have come from.
+        var two = LimitLeases(settings: settings)
+        let older = try #require(sends(&two, 5, start: 0, every: ms).leases.first)
+        _ = two.leased(older, granted: true, retryAfter: 0, now: 5 * ms)
+        let more = sends(&two, 3, start: 50 * ms, every: ms)
+        #expect(more.covered == 2)
+        let newer = try #require(more.leases.first)
+        _ = two.leased(newer, granted: true, retryAfter: 0, now: newer.at)
+        let lapse = older.at + 100 * ms
+        #expect(two.held(key: older.key, now: lapse) == newer.count)
+        #expect(two.giveBack(key: older.key, now: lapse) == LimitLeases.Refund(key: older.key, parameters: busy, count: 1))
+        #expect(two.held(key: older.key, now: lapse) == newer.count)
     }
 
     @Test("a refused lease leaves the key's sends to the store for a second, or its retry-after up to ten seconds")

@@ -109,9 +109,4 @@ final class LeasedLimits: Sendable {
             }
         }
     }
-
-    /// Tokens held for `key` now (tests).
-    func held(key: String) -> Int {
-        state.withLock { $0.held(key: key, now: clock.now.microsecondsSince1970) }
-    }
 }

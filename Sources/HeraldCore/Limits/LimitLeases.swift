@@ -131,14 +131,15 @@ public struct LimitLeases: Sendable {
     }
 
     /// A covered send did not go out (another limit refused it, or the admission failed): its token is
-    /// held again, or given back to the store when its slice has lapsed.
+    /// held again, or given back to the store once the slice it may have come from has lapsed.
     public mutating func giveBack(key: String, now: Int64) -> Refund? {
         guard let pool = pools[key] else { return nil }
-        // Into the slice that lapses first: no token outlives the lease it came from.
-        guard let index = pool.slices.firstIndex(where: { $0.lapsesAt > now }) else {
+        // Into the oldest slice while it has not lapsed: the token came from it or a newer one, so it
+        // outlives no lease it came from. Once that slice lapsed, the token may have been one of its own.
+        guard let oldest = pool.slices.first, oldest.lapsesAt > now else {
             return Refund(key: key, parameters: pool.parameters, count: 1)
         }
-        pools[key]!.slices[index].tokens += 1
+        pools[key]!.slices[0].tokens += 1
         return nil
     }
 
