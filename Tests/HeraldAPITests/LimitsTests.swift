@@ -177,6 +177,7 @@ struct LimitsTests {
                 }
                 return answer
             }
+            let started = Date()
             for index in 0..<700 {
                 let phone = "+1555556" + String(1000 + index)
                 let first = try await sendOnce(phone)
@@ -195,8 +196,10 @@ struct LimitsTests {
             try await Task.sleep(for: .milliseconds(1200))
             for index in 0..<40 { _ = try await sendOnce("+1555557" + String(1000 + index)) }
             #expect(leasedAhead)
-            // 640, and one more if the run crossed a refill (one every 5.6 s).
-            #expect((640...641).contains(passed), "\(passed) sends passed a 640/1h country limit")
+            // 640, and one more for each refill the run lasted into (one every 5.6 s; a loaded machine
+            // can take several seconds over these sends).
+            let refills = Int(Date().timeIntervalSince(started) * 1_000_000) / Int(interval) + 1
+            #expect((640...(640 + refills)).contains(passed), "\(passed) sends passed a 640/1h country limit")
             #expect(harness.publishedJobs().count == passed)
             #expect(harness.logs.text.contains("limit=limits.perNumber"))
             #expect(harness.logs.text.contains("limit=limits.perCountry"))
