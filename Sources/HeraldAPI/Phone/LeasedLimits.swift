@@ -63,7 +63,7 @@ final class LeasedLimits: Sendable {
             return state.sweep(now: time)
         }
         for lease in leases { Task { await self.ask(lease) } }
-        if refunds.isEmpty == false { Task { await self.giveBack(refunds) } }
+        if refunds.isEmpty == false { Task { await self.refund(refunds) } }
         guard covered != 0 else { return Coverage(covered: 0, storeChecks: checks) }
         var storeChecks: [LimitCheck] = []
         storeChecks.reserveCapacity(checks.count - covered.nonzeroBitCount)
@@ -78,7 +78,7 @@ final class LeasedLimits: Sendable {
         let refunds = state.withLock { state in
             checks.indices.compactMap { coverage.isCovered($0) ? state.giveBack(key: checks[$0].key, now: time) : nil }
         }
-        if refunds.isEmpty == false { Task { await self.giveBack(refunds) } }
+        if refunds.isEmpty == false { Task { await self.refund(refunds) } }
     }
 
     private func ask(_ lease: LimitLeases.Lease) async {
@@ -88,7 +88,7 @@ final class LeasedLimits: Sendable {
             let refund = state.withLock {
                 $0.leased(lease, granted: decision.allowed, retryAfter: decision.retryAfter, now: clock.now.microsecondsSince1970)
             }
-            if let refund { await giveBack([refund]) }
+            if let refund { await self.refund([refund]) }
         } catch {
             failed.increment()
             _ = state.withLock { $0.leased(lease, granted: false, retryAfter: 0, now: clock.now.microsecondsSince1970) }
@@ -97,7 +97,8 @@ final class LeasedLimits: Sendable {
         }
     }
 
-    private func giveBack(_ refunds: [LimitLeases.Refund]) async {
+    /// Gives lapsed or returned tokens back to the store.
+    private func refund(_ refunds: [LimitLeases.Refund]) async {
         let now = clock.now.microsecondsSince1970
         for refund in refunds {
             do {
