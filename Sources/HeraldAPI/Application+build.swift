@@ -89,16 +89,17 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
     let completion = SignInCompletion(store: dependencies.store, tokens: dependencies.tokens, keys: dependencies.keys, clock: dependencies.clock)
     let signedIn = SignedInUser(
         store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock, recentLogin: configuration.tokens.recentLogin)
+    // One set of leased slices for the process: SMS and email sends share the client-address and project rows.
+    let leases = LeasedLimits(store: dependencies.store, settings: configuration.limits.leasing, clock: dependencies.clock, logger: logger)
     let phone = PhoneSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, tokens: dependencies.tokens,
-        limits: configuration.limits,
-        leases: LeasedLimits(store: dependencies.store, settings: configuration.limits.leasing, clock: dependencies.clock, logger: logger),
+        limits: configuration.limits, leases: leases,
         verifier: verifier, completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock,
         logger: logger)
     let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
     let emailLink = EmailLinkSignIn(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
-        completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock, logger: logger)
+        leases: leases, completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock, logger: logger)
     let accounts = Accounts(
         store: dependencies.store, signedIn: signedIn, completion: completion, limits: configuration.limits, clock: dependencies.clock,
         logger: logger)

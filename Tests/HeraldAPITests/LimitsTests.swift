@@ -207,6 +207,59 @@ struct LimitsTests {
         }
     }
 
+    @Test(
+        "SMS and email sends spend one leased project allowance: email sends spend leased tokens, one another limit refuses gives them back, and together they pass the allowance exactly"
+    )
+    func leasedAllowanceSharedWithEmail() async throws {
+        let harness = try RouterHarness {
+            $0.limits =
+                #"{perNumber: ["1/1h"], perEmail: ["1/1h"], perIP: [], perProject: ["640/1h"], pumping: {enabled: false}, leasing: {above: 1, lifetime: 1s}}"#
+        }
+        let interval = GCRA.Parameters(RatePolicy.parse("640/1h")!).interval
+        try await harness.run { client in
+            var passed = 0
+            var leasedAhead = false
+            func charged() async throws -> Int {
+                guard let tat = try await harness.store.rateStates(kind: "project", subject: TestConfiguration.projectID, project: nil).first?.tat
+                else { return 0 }
+                return Int((tat - harness.clock.now.microsecondsSince1970 + interval - 1) / interval)
+            }
+            func email(_ address: String) async throws -> HeraldClient.Answer {
+                try await client.post(
+                    Paths.v1 + "sendOobCode", apiKey: key,
+                    json: ["requestType": "EMAIL_SIGNIN", "email": address, "continueUrl": EmailLinkTests.continueURL])
+            }
+            func tally(_ answer: HeraldClient.Answer) {
+                if answer.status == 200 {
+                    passed += 1
+                } else {
+                    #expect(answer.errorMessage?.hasPrefix("QUOTA_EXCEEDED") == true, "\(answer.errorMessage ?? "")")
+                }
+            }
+            let started = Date()
+            // Email sends alone first: leases cover them, and the same address again is refused by its own
+            // limit, giving back the project's token.
+            for index in 0..<300 {
+                let first = try await email("user\(index)@example.com")
+                tally(first)
+                if index.isMultiple(of: 2), first.status == 200 {
+                    #expect(try await email("user\(index)@example.com").errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER")
+                }
+                if try await charged() > passed { leasedAhead = true }
+            }
+            #expect(leasedAhead, "no lease took email sends' project tokens ahead")
+            // Then SMS sends spend the rest of the same allowance.
+            for index in 0..<400 { tally(try await client.post(send, apiKey: key, json: ["phoneNumber": "+1555558" + String(1000 + index)])) }
+            try await Task.sleep(for: .milliseconds(1200))
+            for index in 0..<40 { tally(try await client.post(send, apiKey: key, json: ["phoneNumber": "+1555559" + String(1000 + index)])) }
+            let refills = Int(Date().timeIntervalSince(started) * 1_000_000) / Int(interval) + 1
+            #expect((640...(640 + refills)).contains(passed), "\(passed) sends passed a 640/1h project limit")
+            #expect(harness.publisher.jobs(.email).count + harness.publishedJobs().count == passed)
+            #expect(harness.logs.text.contains("limit=limits.perEmail"))
+            #expect(harness.logs.text.contains("limit=limits.perProject"))
+        }
+    }
+
     @Test("a send the broker never confirmed does not spend the client's limits")
     func refundOnPublishFailure() async throws {
         let harness = try RouterHarness { $0.limits = #"{perNumber: ["1/1h"], perIP: [], perProject: [], pumping: {enabled: false}}"# }

@@ -10,6 +10,7 @@ struct EmailLinkSignIn: Sendable {
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let limits: HeraldConfiguration.Limits
+    let leases: LeasedLimits
     let completion: SignInCompletion
     let signedIn: SignedInUser
     let devMode: Bool
@@ -80,7 +81,17 @@ struct EmailLinkSignIn: Sendable {
         }
 
         let checks = LimitCheck.forEmail(project: project.id, email: email.value, clientKey: origin.clientKey, limits: limits)
-        if let refusal = try await limiter.admit(checks, now: now) {
+        // Limits a leased token covers (the busy client-address and project rows) are spent here.
+        let coverage = leases.cover(checks, now: now)
+        let refusal: RateLimiter.Refusal?
+        do {
+            refusal = try await limiter.admit(coverage.storeChecks, now: now)
+        } catch {
+            leases.giveBack(checks, coverage, now: now)
+            throw error
+        }
+        if let refusal {
+            leases.giveBack(checks, coverage, now: now)
             logger.notice(
                 "email link refused by a limit",
                 metadata: [
@@ -106,6 +117,7 @@ struct EmailLinkSignIn: Sendable {
         } catch {
             try? await store.deleteOobCode(hash: codeHash)
             try? await store.recordDelivery(jobID: jobID, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
+            // Every limit was spent in the store, the covered ones by their lease: each goes back there.
             try? await limiter.refund(checks, now: clock.now)
             logger.error(
                 "email job not confirmed by the broker",
