@@ -105,6 +105,10 @@ protocol SQLBackend: Sendable {
     func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// One statement on its own (its own transaction); a backend may run it more directly than `run`.
     func statement(_ sql: String, _ bindings: [SQLValue]) async throws -> [[SQLValue]]
+    /// A read that may scan many rows (an operator's listing, a report): `body` only reads, and runs
+    /// beside the writes rather than among them. SQLite's writes are one queue of batches, so a scan
+    /// there would hold every send until it ends.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Closes connections and stops background work; later calls fail.
     func close() async
 }
@@ -112,5 +116,10 @@ protocol SQLBackend: Sendable {
 extension SQLBackend {
     func statement(_ sql: String, _ bindings: [SQLValue]) async throws -> [[SQLValue]] {
         try await run { try $0.query(sql, bindings) }
+    }
+
+    /// A backend whose `run` already takes a connection of its own (PostgreSQL's pool) reads there.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await run(body)
     }
 }

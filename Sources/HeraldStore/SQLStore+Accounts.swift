@@ -63,7 +63,7 @@ extension SQLStore {
     }
 
     public func users(projectID: String, after: String?, limit: Int) async throws -> [UserAccount] {
-        try await run { db in
+        try await read { db in
             try db.query(
                 "SELECT \(Self.userColumns) FROM users WHERE project_id = ? AND local_id > ? ORDER BY local_id LIMIT ?",
                 [.text(projectID), .text(after ?? ""), .integer(Int64(limit))]
@@ -352,7 +352,7 @@ extension SQLStore {
     }
 
     public func openOobCodes(projectID: String, now: Date) async throws -> [OobRecord] {
-        try await run { db in
+        try await read { db in
             try db.query(
                 """
                 SELECT \(Self.oobColumns) FROM oob_codes
@@ -363,7 +363,7 @@ extension SQLStore {
     }
 
     public func openSessions(projectID: String, now: Date) async throws -> [VerificationSession] {
-        try await run { db in
+        try await read { db in
             try db.query(
                 """
                 SELECT \(Self.sessionColumns) FROM verification_sessions

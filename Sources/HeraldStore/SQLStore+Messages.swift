@@ -9,7 +9,7 @@ extension SQLStore {
         """
 
     public func message(id: UUID) async throws -> MessageRecord? {
-        try await run { db in
+        try await read { db in
             try db.query("SELECT \(Self.messageColumns) FROM deliveries WHERE job_id = ?", [.text(id.lowercasedText)])
                 .first.flatMap(Self.message)
         }
@@ -50,7 +50,7 @@ extension SQLStore {
         bindings.append(.integer(Int64(pageSize + 1)))
         let sql = "SELECT \(Self.messageColumns) FROM deliveries \(filter) ORDER BY created_at_ms DESC, job_id DESC LIMIT ?"
         let values = bindings
-        let rows = try await run { db in try db.query(sql, values) }
+        let rows = try await read { db in try db.query(sql, values) }
         let messages = rows.prefix(pageSize).compactMap(Self.message)
         let next =
             rows.count > pageSize
@@ -59,7 +59,7 @@ extension SQLStore {
     }
 
     public func oldestWaiting(type: JobType) async throws -> Date? {
-        try await run { db in
+        try await read { db in
             try db.query(
                 "SELECT MIN(created_at_ms) FROM deliveries WHERE status IN ('pending', 'retrying', 'throttled') AND type = ?", [.text(type.rawValue)]
             ).first?.first?.int.map { Date(milliseconds: $0) }

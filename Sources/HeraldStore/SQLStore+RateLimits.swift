@@ -179,7 +179,7 @@ extension SQLStore {
     }
 
     public func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)] {
-        try await run { db in try Self.matchingRates(db, kind: kind, subject: subject, project: project) }
+        try await read { db in try Self.matchingRates(db, kind: kind, subject: subject, project: project) }
     }
 
     public func resetRates(kind: String, subject: String, project: String?) async throws -> Int {
@@ -281,7 +281,7 @@ extension SQLStore {
     }
 
     public func prefixBlocks(now: Date) async throws -> [PrefixBlock] {
-        try await run { db in
+        try await read { db in
             try db.query(
                 "SELECT project_id, prefix, until_us, reason, created_us FROM prefix_blocks WHERE until_us > ? ORDER BY project_id, prefix",
                 [.integer(now.microsecondsSince1970)]
@@ -311,7 +311,7 @@ extension SQLStore {
     }
 
     public func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)] {
-        try await run { db in
+        try await read { db in
             try db.query(
                 """
                 SELECT region, count(*), count(CASE WHEN verified = 1 THEN 1 END) FROM verification_sessions

@@ -35,6 +35,11 @@ public final class SQLStore: HeraldStoreProtocol {
         try await backend.run(body)
     }
 
+    /// Runs `body`, which only reads and may scan many rows, beside the writes (`SQLBackend.read`).
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await backend.read(body)
+    }
+
     /// Closes the store's connections (PostgreSQL: the pool); later calls fail.
     public func close() async {
         await backend.close()
