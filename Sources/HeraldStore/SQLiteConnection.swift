@@ -301,13 +301,14 @@ final class SQLiteBackend: SQLBackend {
         let checkpointer = try SQLiteConnection(path: path)
         checkpointer.waitWhenBusy(upTo: Self.restartWait)
         let flag = checkpointing
+        let reader = self.reader
         let thread = Thread {
             var restarts = WALRestartPolicy()
             while flag.running {
                 usleep(100_000)
                 // Each checkpoint answers (busy, frames in the WAL, frames copied).
                 let frames = (try? checkpointer.query("PRAGMA wal_checkpoint(PASSIVE)"))?.first?[1].int ?? 0
-                guard restarts.shouldRestart(framesInWAL: frames) else { continue }
+                guard restarts.shouldRestart(framesInWAL: frames, readerOpen: reader.isReading) else { continue }
                 let busy = (try? checkpointer.query("PRAGMA wal_checkpoint(RESTART)"))?.first?[0].int ?? 1
                 restarts.restartEnded(completed: busy == 0)
             }
@@ -412,17 +413,21 @@ final class SQLiteBackend: SQLBackend {
 }
 
 /// When the checkpointer asks SQLite to start the WAL over (`SQLiteBackend`). A RESTART holds writers
-/// off while it waits for readers to leave the WAL; a long read (an operator's listing, a store copy)
-/// would make every turn wait its full `restartWait` while it lasts, so after a RESTART that readers
-/// held up the policy skips `backoffTurns` turns (writers then lose at most 25 ms a second to it).
+/// off while it waits for readers to leave the WAL. It is not asked while the process's own read
+/// connection is inside a read (`SQLiteBackend.read`); another process's long read (`herald-admin`, a
+/// store copy) would make every turn wait its full `restartWait` while it lasts, so after a RESTART
+/// that readers held up the policy skips `backoffTurns` turns (writers then lose at most 25 ms a second
+/// to it).
 struct WALRestartPolicy {
     /// Frames in the WAL (4 KiB each) from which a restart is worth asking for.
     var threshold: Int64 = 1_000
     var backoffTurns = 10
     private(set) var skipping = 0
 
-    /// Called every turn with the WAL's frame count after the PASSIVE copy.
-    mutating func shouldRestart(framesInWAL frames: Int64) -> Bool {
+    /// Called every turn with the WAL's frame count after the PASSIVE copy. `readerOpen`: this
+    /// process's own read connection is inside a read, which a restart would wait for with writers held.
+    mutating func shouldRestart(framesInWAL frames: Int64, readerOpen: Bool = false) -> Bool {
+        if readerOpen { return false }
         if skipping > 0 {
             skipping -= 1
             return false
@@ -444,6 +449,10 @@ private final class SQLiteReader: @unchecked Sendable {
     private let queue = DispatchQueue(label: "herald.sqlite.read")
     /// Touched only on `queue`.
     private var connection: SQLiteConnection?
+    /// Inside a read: the checkpointer leaves the WAL's restart for later rather than wait for it.
+    private let reading = Atomic<Bool>(false)
+
+    var isReading: Bool { reading.load(ordering: .relaxed) }
 
     init(path: String) { self.path = path }
 
@@ -458,6 +467,8 @@ private final class SQLiteReader: @unchecked Sendable {
     /// One read transaction, so that a body of several statements reads one snapshot.
     private func inTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         let connection = try open()
+        reading.store(true, ordering: .relaxed)
+        defer { reading.store(false, ordering: .relaxed) }
         try connection.execute("BEGIN")
         do {
             let result = try body(connection)

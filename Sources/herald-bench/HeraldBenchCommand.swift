@@ -24,7 +24,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
     @Option(
         help:
-            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
+            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip; then, on SQLite, what an operator's scan of --report-rows costs a write beside it), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
     )
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
@@ -35,6 +35,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Stores for the spine and limits suites: sqlite, postgres or both (side by side, plus two herald-api on PostgreSQL).")
     var store = "both"
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
+    @Option(help: "Sessions and waiting jobs of the last hour written before the store suite times operators' scans beside a write.")
+    var reportRows = 200_000
     @Option(
         help: "The draining worker's concurrency and prefetch (workers.sms.concurrency and prefetch; deploy/config/herald-worker.yaml ships 192).")
     var workerConcurrency = BenchStack.deployInFlight
@@ -134,6 +136,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 let store = try await SQLStore.open(
                     .init(url: url, location: try StoreLocation(parsing: url), poolSize: 16), logger: Logger(label: "bench"))
                 try await admissionRoundTrips(store, kind: variant.store)
+                // PostgreSQL's reads and writes each take a pool connection; SQLite's writes are one queue.
+                if variant.store == .sqlite { try await operatorReadStalls(store, kind: variant.store) }
                 await store.close()
                 await TestStore.dropSchema(of: url)
                 if url.hasPrefix("sqlite:") {
