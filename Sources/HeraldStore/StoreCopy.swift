@@ -44,7 +44,8 @@ extension SQLStore {
         }
         var results: [CopiedTable] = []
         for table in Migrations.tables {
-            let columns = try await run { db in try Self.columns(of: table, db) }
+            // The source is read beside its writers (a running installation's sends go on).
+            let columns = try await read { db in try Self.columns(of: table, db) }
             let keys = Self.primaryKeys[table] ?? columns
             let total = sourceStatus.rows.first { $0.table == table }?.rows ?? 0
             let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM \(table) ORDER BY \(keys.joined(separator: ", ")) LIMIT ? OFFSET ?"
@@ -54,7 +55,7 @@ extension SQLStore {
             var inserted = 0
             while true {
                 let offset = copied
-                let batch = try await run { db in try db.query(selectSQL, [.integer(Int64(batchSize)), .integer(Int64(offset))]) }
+                let batch = try await read { db in try db.query(selectSQL, [.integer(Int64(batchSize)), .integer(Int64(offset))]) }
                 if batch.isEmpty { break }
                 inserted += try await target.run { db in
                     try db.transaction {

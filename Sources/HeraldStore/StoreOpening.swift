@@ -62,9 +62,10 @@ extension SQLStore {
     }
 
     /// What `herald-admin store status` prints: backend, schema version (and the newest this build
-    /// knows), rows per table.
+    /// knows), rows per table. Counting is a scan of every table: on SQLite a call of the writer's
+    /// batches would hold the database's write lock, every process's sends, while it lasts.
     public func status() async throws -> StoreStatus {
-        try await run { db in
+        try await read { db in
             let version = try Migrations.version(db)
             var rows: [(table: String, rows: Int)] = []
             if version > 0 {
