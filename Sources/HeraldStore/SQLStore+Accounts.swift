@@ -186,10 +186,7 @@ extension SQLStore {
     }
 
     public func purgeCredentials(expiredBefore date: Date) async throws -> Int {
-        try await run { db in
-            try db.query("DELETE FROM idp_credentials WHERE expires_at_ms < ?", [.integer(date.millisecondsSince1970)])
-            return db.changes
-        }
+        try await purgeExpired("idp_credentials", key: "credential_hash", by: "expires_at_ms", before: date)
     }
 
     public func updateUser(_ user: UserAccount) async throws {
@@ -374,10 +371,7 @@ extension SQLStore {
     }
 
     public func purgeOobCodes(expiredBefore date: Date) async throws -> Int {
-        try await run { db in
-            try db.query("DELETE FROM oob_codes WHERE expires_at_ms < ?", [.integer(date.millisecondsSince1970)])
-            return db.changes
-        }
+        try await purgeExpired("oob_codes", key: "code_hash", by: "expires_at_ms", before: date)
     }
 
     static func oob(_ row: [SQLValue]) throws -> OobRecord {

@@ -36,10 +36,7 @@ extension SQLStore {
     }
 
     public func purgeReceipts(issuedBefore date: Date) async throws -> Int {
-        try await run { db in
-            try db.query("DELETE FROM app_receipts WHERE created_at_ms < ?", [.integer(date.millisecondsSince1970)])
-            return db.changes
-        }
+        try await purgeExpired("app_receipts", key: "receipt_hash", by: "created_at_ms", before: date)
     }
 
     public func markDeviceTokenInvalid(hash: String, reason: String, since: Date) async throws {

@@ -121,11 +121,30 @@ public final class SQLStore: HeraldStoreProtocol {
     /// Deletes sessions that expired before `date` (they can only answer SESSION_EXPIRED until then).
     @discardableResult
     public func purgeSessions(expiredBefore date: Date) async throws -> Int {
-        try await run { db in
-            try db.query("DELETE FROM verification_sessions WHERE expires_at_ms < ?", [.integer(date.millisecondsSince1970)])
-            return db.changes
+        try await purgeExpired("verification_sessions", key: "id", by: "expires_at_ms", before: date)
+    }
+
+    /// Deletes the rows of `table` whose `column` (an indexed time in milliseconds) is before `date`,
+    /// `expiredChunk` rows per transaction. As one statement, a minute's expired sessions at 500 sends/s
+    /// (30,000 rows) held SQLite's writer, every send, for 0.36 s each minute; a chunk is one short call
+    /// of the writer's batches, and sends go on between chunks.
+    func purgeExpired(_ table: String, key: String, by column: String, before date: Date) async throws -> Int {
+        let sql = """
+            DELETE FROM \(table) WHERE \(key) IN (SELECT \(key) FROM \(table) WHERE \(column) < ? ORDER BY \(column) LIMIT \(Self.expiredChunk))
+            """
+        var purged = 0
+        while true {
+            let deleted = try await run { db in
+                try db.query(sql, [.integer(date.millisecondsSince1970)])
+                return db.changes
+            }
+            purged += deleted
+            if deleted < Self.expiredChunk { return purged }
         }
     }
+
+    /// Expired rows one purge transaction deletes.
+    static let expiredChunk = 500
 
     public func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession? {
         try await run { db in

@@ -7,7 +7,8 @@ extension HeraldBenchCommand {
     /// (r) What an operator's scan costs the sends beside it: `reportRows` sessions and waiting jobs of
     /// the last hour, then the once-a-minute conversion report and the status page's oldest waiting job,
     /// each timed together with one write issued while it runs (on SQLite the writes are one queue of
-    /// batches; a scan run among them would hold that write until it ended).
+    /// batches; a scan run among them would hold that write until it ended); then housekeeping's purge
+    /// of expired sessions, whose deletes are writes and go in chunks.
     func operatorReadStalls(_ store: SQLStore, kind: TestStore) async throws {
         let now = Date()
         let rows = max(1, reportRows)
@@ -53,6 +54,34 @@ extension HeraldBenchCommand {
                     format: "(r) [%@] %@: %@ ms; a write issued during it took %@ ms", kind.rawValue, label, Self.medianRange(scans),
                     Self.medianRange(writes)))
         }
+        // Housekeeping's purge of expired sessions, once a minute: a minute's sends at 500/s.
+        var purges: [Double] = []
+        var writes: [Double] = []
+        for round in 0..<3 {
+            let expired = now.addingTimeInterval(-90_000)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<64 {
+                    group.addTask {
+                        for index in stride(from: lane, to: 30_000, by: 64) {
+                            try await store.insertSession(Self.reportSession(index: rows + 10 + round * 30_000 + index, at: expired, jobID: UUID()))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let started = ContinuousClock.now
+            async let purged = store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400))
+            try await Task.sleep(for: .milliseconds(5))
+            let writing = ContinuousClock.now
+            try await store.insertSession(Self.reportSession(index: rows + round, at: Date(), jobID: UUID()))
+            writes.append((ContinuousClock.now - writing).seconds * 1000)
+            guard try await purged == 30_000 else { throw TestFailure("the purge missed expired sessions") }
+            purges.append((ContinuousClock.now - started).seconds * 1000)
+        }
+        print(
+            String(
+                format: "(r) [%@] purge of 30,000 expired sessions (a minute's at 500 sends/s): %@ ms; a write issued during it took %@ ms",
+                kind.rawValue, Self.medianRange(purges), Self.medianRange(writes)))
     }
 
     static func reportSession(index: Int, at: Date, jobID: UUID) -> VerificationSession {

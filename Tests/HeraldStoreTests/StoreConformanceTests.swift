@@ -1,7 +1,8 @@
 import Foundation
 import HeraldCore
-import HeraldStore
 import Testing
+
+@testable import HeraldStore
 
 /// The behaviour every store must have, run against SQLite, PostgreSQL and the memory store. Two
 /// handles on one fixture stand for two processes (on several hosts, for PostgreSQL).
@@ -100,6 +101,24 @@ struct StoreConformanceTests {
             #expect(try await store.reserveCheckAttempt(sessionID: old.id) == nil)
             #expect(try await store.reserveCheckAttempt(sessionID: fresh.id) != nil)
         }
+    }
+
+    @Test("a purge of more expired sessions than one chunk deletes them all and only them", arguments: [StoreKind.sqlite, .postgres])
+    func purgeInChunks(_ kind: StoreKind) async throws {
+        let fixture = try StoreFixture(kind)
+        let store = try await fixture.openSQL()
+        // Two chunks and a part, expiring in order, with fresh sessions among them.
+        let expired = (0..<(2 * SQLStore.expiredChunk + 7)).map { session(expiresIn: -10 - Double($0) / 100) }
+        let fresh = (0..<20).map { _ in session() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for item in expired + fresh { group.addTask { try await store.insertSession(item) } }
+            try await group.waitForAll()
+        }
+        #expect(try await store.purgeSessions(expiredBefore: Date()) == expired.count)
+        let left = try await store.read { try $0.query("SELECT count(*) FROM verification_sessions").first?.first?.int }
+        #expect(left == Int64(fresh.count))
+        for item in fresh { #expect(try await store.reserveCheckAttempt(sessionID: item.id) != nil) }
+        await fixture.tearDown(store)
     }
 
     @Test(
