@@ -126,8 +126,8 @@ public final class SQLStore: HeraldStoreProtocol {
 
     /// Deletes the rows of `table` whose `column` (an indexed time in milliseconds) is before `date`,
     /// `expiredChunk` rows per transaction. As one statement, a minute's expired sessions at 500 sends/s
-    /// (30,000 rows) held SQLite's writer, every send, for 0.36 s each minute; a chunk is one short call
-    /// of the writer's batches, and sends go on between chunks.
+    /// (30,000 rows) held SQLite's writer, every send, for 260–265 ms each minute (`herald-bench --suite
+    /// store`); a chunk is one short call of the writer's batches, and sends go on between chunks.
     func purgeExpired(_ table: String, key: String, by column: String, before date: Date) async throws -> Int {
         let sql = """
             DELETE FROM \(table) WHERE \(key) IN (SELECT \(key) FROM \(table) WHERE \(column) < ? ORDER BY \(column) LIMIT \(Self.expiredChunk))
