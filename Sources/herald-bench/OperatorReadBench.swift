@@ -82,7 +82,39 @@ extension HeraldBenchCommand {
             String(
                 format: "(r) [%@] purge of 30,000 expired sessions (a minute's at 500 sends/s): %@ ms; a write issued during it took %@ ms",
                 kind.rawValue, Self.medianRange(purges), Self.medianRange(writes)))
+        // The ledger's purge: one statement of `ledgerChunk` rows past the retention, as housekeeping runs them.
+        var chunks: [Double] = []
+        var ledgerWrites: [Double] = []
+        let old = now.addingTimeInterval(-31 * 86_400)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<64 {
+                group.addTask {
+                    for index in stride(from: lane, to: 5 * ledgerChunk, by: 64) {
+                        try await store.recordPending(
+                            jobID: UUID(), projectID: "bench", type: .sms, destination: "+1555\(6_000_000 + index)", producer: nil, now: old)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        for round in 0..<5 {
+            let started = ContinuousClock.now
+            async let purged = store.purgeMessages(updatedBefore: now.addingTimeInterval(-30 * 86_400), limit: ledgerChunk)
+            try await Task.sleep(for: .milliseconds(1))
+            let writing = ContinuousClock.now
+            try await store.insertSession(Self.reportSession(index: rows + 100 + round, at: Date(), jobID: UUID()))
+            ledgerWrites.append((ContinuousClock.now - writing).seconds * 1000)
+            guard try await purged == ledgerChunk else { throw TestFailure("the ledger purge missed rows past the retention") }
+            chunks.append((ContinuousClock.now - started).seconds * 1000)
+        }
+        print(
+            String(
+                format: "(r) [%@] one ledger purge statement (%d rows past the retention): %@ ms; a write issued during it took %@ ms",
+                kind.rawValue, ledgerChunk, Self.medianRange(chunks), Self.medianRange(ledgerWrites)))
     }
+
+    /// Rows per ledger purge statement (`StoreMaintenance.purgeChunk` in herald-api).
+    var ledgerChunk: Int { 1_000 }
 
     static func reportSession(index: Int, at: Date, jobID: UUID) -> VerificationSession {
         VerificationSession(
