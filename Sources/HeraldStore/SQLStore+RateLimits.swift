@@ -182,16 +182,30 @@ extension SQLStore {
         try await read { db in try Self.matchingRates(db, kind: kind, subject: subject, project: project) }
     }
 
+    /// Found beside the writes (without a project, every key of the kind is read), then deleted by key
+    /// in one short transaction. A key first written between the two was spent after the reset began
+    /// and stays.
     public func resetRates(kind: String, subject: String, project: String?) async throws -> Int {
-        try await run { db in
-            let keys = try Self.matchingRates(db, kind: kind, subject: subject, project: project).map(\.key)
-            for key in keys { try db.query("DELETE FROM rate_limits WHERE key = ?", [.text(key)]) }
-            return keys.count
+        let keys = try await read { db in try Self.matchingRates(db, kind: kind, subject: subject, project: project).map(\.key) }
+        guard keys.isEmpty == false else { return 0 }
+        return try await run { db in
+            var deleted = 0
+            for key in keys {
+                try db.query("DELETE FROM rate_limits WHERE key = ?", [.text(key)])
+                deleted += db.changes
+            }
+            return deleted
         }
     }
 
+    /// A key is `kind:project:subject|policy`: with the project, its keys are one range of the primary
+    /// key's index; without, every key of the kind is read and its subject compared. A range rather
+    /// than `LIKE`, which SQLite answers by reading the whole table (its `LIKE` ignores ASCII case, so
+    /// the binary index cannot serve it); both stores compare keys by bytes.
     static func matchingRates(_ db: any SQLConnection, kind: String, subject: String, project: String?) throws -> [(key: String, tat: Int64)] {
-        let rows = try db.query("SELECT key, tat_us FROM rate_limits WHERE key LIKE ? ESCAPE '\\' ORDER BY key", [.text(Self.likePrefix(kind + ":"))])
+        let prefix = project.map { "\(kind):\($0):\(subject)|" } ?? "\(kind):"
+        let rows = try db.query(
+            "SELECT key, tat_us FROM rate_limits WHERE key >= ? AND key < ? ORDER BY key", [.text(prefix), .text(Self.keysAfter(prefix))])
         return rows.compactMap { row in
             guard let key = row[0].string, let tat = row[1].int, let parts = LimitCheck.parse(key), parts.kind == kind,
                 parts.subject == subject, project == nil || parts.project == project
@@ -200,8 +214,12 @@ extension SQLStore {
         }
     }
 
-    static func likePrefix(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+    /// The first text after every text that starts with `prefix`, which ends in `:` or `|` (ASCII):
+    /// the same with that last byte one higher.
+    static func keysAfter(_ prefix: String) -> String {
+        var bytes = Array(prefix.utf8)
+        bytes[bytes.count - 1] += 1
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Walks the keys in chunks of `purgeChunk`, one short transaction each, so sends wait at most for

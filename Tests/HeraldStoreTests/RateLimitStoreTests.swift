@@ -169,6 +169,25 @@ struct RateLimitStoreTests {
         }
     }
 
+    @Test("support lookups read a key range: a longer subject, a longer project and a longer kind never match", arguments: StoreKind.allCases)
+    func lookupRanges(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date().microsecondsSince1970
+            let policy = GCRA.Parameters(RatePolicy.parse("5/1h")!)
+            let keys = [
+                "number:a:+1|5/1h", "number:a:+1|10/1d", "number:a:+10|5/1h", "number:ab:+1|5/1h", "numbers:a:+1|5/1h", "number:a:+1:x|5/1h",
+            ]
+            for key in keys { _ = try await store.rateDecision(key: key, parameters: policy, now: now) }
+            #expect(try await store.rateStates(kind: "number", subject: "+1", project: "a").map(\.key) == ["number:a:+1|10/1d", "number:a:+1|5/1h"])
+            #expect(try await store.rateStates(kind: "number", subject: "+1", project: nil).count == 3)
+            #expect(try await store.rateStates(kind: "number", subject: "+10", project: nil).map(\.key) == ["number:a:+10|5/1h"])
+            #expect(try await store.rateStates(kind: "numbers", subject: "+1", project: "a").count == 1)
+            #expect(try await store.resetRates(kind: "number", subject: "+1", project: "a") == 2)
+            #expect(try await store.rateStates(kind: "number", subject: "+1", project: nil).map(\.key) == ["number:ab:+1|5/1h"])
+            #expect(try await store.resetRates(kind: "number", subject: "+1", project: "a") == 0)
+        }
+    }
+
     @Test("purge walks every chunk of keys: passed ones go, live ones stay, whatever their order", arguments: StoreKind.allCases)
     func purgeAcrossChunks(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
