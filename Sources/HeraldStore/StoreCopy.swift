@@ -48,15 +48,23 @@ extension SQLStore {
             let columns = try await read { db in try Self.columns(of: table, db) }
             let keys = Self.primaryKeys[table] ?? columns
             let total = sourceStatus.rows.first { $0.table == table }?.rows ?? 0
-            let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM \(table) ORDER BY \(keys.joined(separator: ", ")) LIMIT ? OFFSET ?"
+            // Each batch starts after the last key read (`OFFSET` would read every earlier row again:
+            // quadratic in the table).
+            let order = keys.joined(separator: ", ")
+            let keyPositions = keys.compactMap { columns.firstIndex(of: $0) }
+            let firstSQL = "SELECT \(columns.joined(separator: ", ")) FROM \(table) ORDER BY \(order) LIMIT ?"
+            let nextSQL =
+                "SELECT \(columns.joined(separator: ", ")) FROM \(table) WHERE (\(order)) > (\(keys.map { _ in "?" }.joined(separator: ", "))) ORDER BY \(order) LIMIT ?"
             let insertSQL =
                 "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", "))) ON CONFLICT DO NOTHING"
             var copied = 0
             var inserted = 0
+            var after: [SQLValue]?
             while true {
-                let offset = copied
-                let batch = try await read { db in try db.query(selectSQL, [.integer(Int64(batchSize)), .integer(Int64(offset))]) }
-                if batch.isEmpty { break }
+                let (sql, bindings) = after.map { (nextSQL, $0 + [.integer(Int64(batchSize))]) } ?? (firstSQL, [.integer(Int64(batchSize))])
+                let batch = try await read { db in try db.query(sql, bindings) }
+                guard let last = batch.last else { break }
+                after = keyPositions.map { last[$0] }
                 inserted += try await target.run { db in
                     try db.transaction {
                         var new = 0
