@@ -23,8 +23,8 @@ public final class SQLStore: HeraldStoreProtocol {
 
     /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema
     /// up to date.
-    public convenience init(sqlitePath path: String, migrate: Bool = true) throws {
-        let backend = try SQLiteBackend(path: path)
+    public convenience init(sqlitePath path: String, migrate: Bool = true, synchronous: HeraldConfiguration.SQLiteSynchronous = .full) throws {
+        let backend = try SQLiteBackend(path: path, synchronous: synchronous)
         if migrate { _ = try backend.runNow { try Migrations.migrate($0) } }
         self.init(backend: backend)
     }

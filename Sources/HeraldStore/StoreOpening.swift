@@ -11,7 +11,8 @@ extension SQLStore {
         case .sqlite(let path):
             // Opening writes (WAL set-up, migrations) and fsyncs: not on the cooperative pool, where a
             // test process opening dozens of stores at once stalled every other task for seconds.
-            return try await onOwnThread { try SQLStore(sqlitePath: path, migrate: migrate) }
+            let synchronous = configuration.synchronous
+            return try await onOwnThread { try SQLStore(sqlitePath: path, migrate: migrate, synchronous: synchronous) }
         case .postgres(let location):
             let backend = try PostgresBackend(
                 location: location, poolSize: configuration.poolSize, caFile: configuration.caFile,
@@ -65,7 +66,9 @@ extension SQLStore {
     /// knows), rows per table. Counting is a scan of every table: on SQLite a call of the writer's
     /// batches would hold the database's write lock, every process's sends, while it lasts.
     public func status() async throws -> StoreStatus {
-        try await read { db in
+        // Asked of the writing connection: the reader's setting says nothing about commits.
+        let durability = try await run { db in try Self.durability(db) }
+        return try await read { db in
             let version = try Migrations.version(db)
             var rows: [(table: String, rows: Int)] = []
             if version > 0 {
@@ -73,7 +76,20 @@ extension SQLStore {
                     rows.append((table, Int(try db.query("SELECT count(*) FROM \(table)").first?.first?.int ?? 0)))
                 }
             }
-            return StoreStatus(backend: db.dialect, version: version, latest: Migrations.latestVersion, rows: rows)
+            return StoreStatus(backend: db.dialect, version: version, latest: Migrations.latestVersion, rows: rows, durability: durability)
+        }
+    }
+
+    /// SQLite's `synchronous` on this connection (`store.synchronous`), or PostgreSQL's
+    /// `synchronous_commit` (the server's).
+    static func durability(_ db: any SQLConnection) throws -> String {
+        switch db.dialect {
+        case .sqlite:
+            let level = try db.query("PRAGMA synchronous").first?.first?.int
+            let names: [Int64: String] = [0: "off", 1: "normal", 2: "full", 3: "extra"]
+            return "synchronous=" + (level.flatMap { names[$0] } ?? "unknown")
+        case .postgres:
+            return "synchronous_commit=" + (try db.query("SHOW synchronous_commit").first?.first?.string ?? "unknown")
         }
     }
 }
@@ -106,6 +122,9 @@ public struct StoreStatus: Sendable {
     public var version: Int
     public var latest: Int
     public var rows: [(table: String, rows: Int)]
+    /// When a commit counts as done: `synchronous=full` or `normal` on SQLite (`store.synchronous`),
+    /// PostgreSQL's `synchronous_commit` (`off` loses the last commits in a crash).
+    public var durability: String
 }
 
 extension SQLStore {

@@ -352,6 +352,7 @@ extension HeraldAdminCommand {
                 let (configuration, store) = try await adminStore(options, migrate: false)
                 let status = try await store.status()
                 print("backend\t\(status.backend.rawValue)\t\(configuration.store.location.redacted)")
+                print("durability\t\(status.durability)")
                 let behind = status.version < status.latest ? " (behind: run herald-admin store migrate)" : ""
                 print("schema\t\(status.version)\tof \(status.latest) known to this build\(behind)")
                 for (table, rows) in status.rows { print("rows\t\(table)\t\(rows)") }

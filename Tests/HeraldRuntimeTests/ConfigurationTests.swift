@@ -172,6 +172,20 @@ struct ConfigurationTests {
         #expect(problem(Self.minimal + "\nstore: {poolSize: 0}\n")?.key == "store.poolSize")
     }
 
+    @Test("store.synchronous: SQLite commits reach the disk unless set to normal; only for sqlite: URLs")
+    func sqliteSynchronous() throws {
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).store.synchronous == .full)
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal + "\nstore: {synchronous: normal}\n").store.synchronous == .normal)
+        let fromEnvironment = try ConfigurationLoader.parse(yaml: Self.minimal, environment: ["HERALD_STORE_SYNCHRONOUS": "normal"])
+        #expect(fromEnvironment.store.synchronous == .normal)
+        let unknown = problem(Self.minimal + "\nstore: {synchronous: off}\n")
+        #expect(unknown?.key == "store.synchronous")
+        #expect(unknown?.problem.contains("must be one of full, normal") == true, "\(unknown?.problem ?? "accepted")")
+        let postgres = problem(Self.minimal + "\nstore: {url: \"postgres://u@db/herald\", synchronous: full}\n")
+        #expect(postgres?.key == "store.synchronous")
+        #expect(postgres?.problem.contains("synchronous_commit") == true, "\(postgres?.problem ?? "accepted")")
+    }
+
     @Test("amqp.url: one URL or a list of nodes, amqp:// or amqps:// (port 5671); amqp.tls and amqp.passwordFile")
     func brokerURLs() throws {
         let nodes = try ConfigurationLoader.parse(
@@ -187,6 +201,7 @@ struct ConfigurationTests {
 
         let directory = NSTemporaryDirectory() + "herald-secret-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         try "s3cret\n".write(toFile: directory + "/amqp", atomically: true, encoding: .utf8)
         let withFile = try ConfigurationLoader.parse(
             yaml: Self.minimal + "\namqp: {url: [\"amqp://herald@a/%2f\", \"amqp://herald@b/%2f\"], passwordFile: \"\(directory)/amqp\"}\n")

@@ -116,6 +116,7 @@ struct StoreCopyTests {
         #expect(await status.waitForExit(timeout: .seconds(30)) == 0, "\(status.output)")
         let lines = status.output.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("backend\tpostgres\tpostgres://") == true, "\(status.output)")
+        #expect(lines.contains("durability\tsynchronous_commit=on"), "\(status.output)")
         #expect(lines.contains("schema\t\(Migrations.latestVersion)\tof \(Migrations.latestVersion) known to this build"))
         #expect(lines.contains("rows\tusers\t1236"))
         #expect(lines.contains("rows\tdeliveries\t1"))

@@ -115,10 +115,14 @@ extension HeraldConfiguration {
         if case .sqlite = location, caFile != nil {
             throw store.fail("tls", "applies to postgres:// URLs only")
         }
+        if case .postgres = location, try store.optionalString("synchronous") != nil {
+            throw store.fail("synchronous", "applies to sqlite: URLs only (PostgreSQL's is the server's synchronous_commit)")
+        }
+        let synchronous = try store.choice("synchronous", SQLiteSynchronous.allCases.map(\.rawValue), default: "full")
         self.store = Store(
             url: storeURL, location: location, poolSize: try store.int("poolSize", default: 16, in: 1...200),
             connectTimeout: try store.duration("connectTimeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)),
-            caFile: caFile)
+            caFile: caFile, synchronous: SQLiteSynchronous(rawValue: synchronous) ?? .full)
         try store.finish()
 
         let codes = try root.section("codes")
