@@ -17,7 +17,7 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     /// Process-wide settings (`herald_sqlite_configure`), applied once before the first connection.
     private static let configured: Void = { _ = herald_sqlite_configure() }()
 
-    init(path: String, busyTimeout: Duration = .seconds(10), synchronous: HeraldConfiguration.SQLiteSynchronous = .full) throws {
+    init(path: String, synchronous: HeraldConfiguration.SQLiteSynchronous, busyTimeout: Duration = .seconds(10)) throws {
         Self.configured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -300,7 +300,7 @@ final class SQLiteBackend: SQLBackend {
 
     /// Opens (creating if needed) the database at `path`. The file holds account data and code
     /// hashes: owner-only.
-    init(path: String, synchronous: HeraldConfiguration.SQLiteSynchronous = .full) throws {
+    init(path: String, synchronous: HeraldConfiguration.SQLiteSynchronous) throws {
         try createOwnerOnlyFile(path)
         self.connection = try SQLiteConnection(path: path, synchronous: synchronous)
         self.reader = SQLiteReader(path: path)
@@ -488,7 +488,8 @@ private final class SQLiteReader: @unchecked Sendable {
 
     private func open() throws -> SQLiteConnection {
         if let connection { return connection }
-        let opened = try SQLiteConnection(path: path)
+        // It never commits a write, so when a commit is synced does not apply to it.
+        let opened = try SQLiteConnection(path: path, synchronous: .normal)
         try opened.execute("PRAGMA query_only = ON")
         connection = opened
         return opened
