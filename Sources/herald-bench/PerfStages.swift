@@ -34,6 +34,10 @@ struct PerfStages {
     private(set) var counts = [String: Int]()
     /// Samples by the function they were taken in ("[k] " for the kernel's, "[.] " for the rest).
     private(set) var selfCounts = [String: Int]()
+    /// Kernel samples by what entered the kernel: the system call (named by the C library's wrapper
+    /// that made it) or the interrupt or exception taken. The stages say whose work it was; this says
+    /// which kernel work a send pays for (socket writes, syncs, wake-ups), the floor under the stages.
+    private(set) var kernelEntries = [String: Int]()
 
     /// Reads `perf script -F tid,ip,sym,dso`: a sample is a header line (the thread id) and then one
     /// tab-indented line per frame, innermost first, up to a blank line.
@@ -53,7 +57,10 @@ struct PerfStages {
     private mutating func add(_ frames: [Substring]) {
         guard frames.isEmpty == false else { return }
         samples += 1
-        if frames[0].hasSuffix("([kernel.kallsyms])") { kernelSamples += 1 }
+        if frames[0].hasSuffix("([kernel.kallsyms])") {
+            kernelSamples += 1
+            kernelEntries[Self.kernelEntry(frames), default: 0] += 1
+        }
         // The function the sample was taken in: the first frame that is not an inlined call inside it.
         let own = frames.first { $0.hasSuffix("(inlined)") == false } ?? frames[0]
         selfCounts[(own.hasSuffix("([kernel.kallsyms])") ? "[k] " : "[.] ") + Self.symbol(of: own), default: 0] += 1
@@ -86,6 +93,46 @@ struct PerfStages {
         guard name == "[unknown]" else { return String(name) }
         let object = text[objectStart.upperBound...].dropLast().split(separator: "/").last ?? "?"
         return "0x\(fields[0]) (\(object))"
+    }
+
+    /// What a kernel sample's chain entered the kernel through. Frames run innermost first: a system
+    /// call's chain has `entry_SYSCALL_64…` as its outermost kernel frame and the C library's wrapper
+    /// just outside it (`__libc_pwrite64`, `__GI___writev`); an interrupt's has an `asm_…` frame.
+    static func kernelEntry(_ frames: [Substring]) -> String {
+        let names = frames.map { symbol(of: $0) }
+        if let entry = names.lastIndex(where: { $0.hasPrefix("entry_SYSCALL_64") }) {
+            guard entry + 1 < names.count, names[entry + 1].hasPrefix("0x") == false else { return "system call (caller unknown)" }
+            return "system call " + systemCall(wrapper: names[entry + 1])
+        }
+        if let asm = names.last(where: { $0.hasPrefix("asm_") }) {
+            return (asm.hasPrefix("asm_exc_") ? "exception " : "interrupt ") + asm.dropFirst(4)
+        }
+        return "other (kernel threads' work, cut chains)"
+    }
+
+    /// The system call a C library wrapper makes: `__GI___writev` → `writev`,
+    /// `__fcntl64_nocancel_adjusted` → `fcntl64`, `__futex_abstimed_wait_common64` → `futex (wait)`.
+    static func systemCall(wrapper: String) -> String {
+        if wrapper.contains("futex") || wrapper.contains("lll_lock") {
+            return wrapper.contains("wake") ? "futex (wake)" : "futex (wait)"
+        }
+        var name = Substring(wrapper)
+        for prefix in ["__GI_", "__libc_", "__"] where name.hasPrefix(prefix) { name = name.dropFirst(prefix.count) }
+        name = name.drop { $0 == "_" }
+        for suffix in ["_nocancel_adjusted", "_nocancel"] where name.hasSuffix(suffix) { name = name.dropLast(suffix.count) }
+        if name.hasPrefix("libc_") { name = name.dropFirst(5) }
+        return String(name)
+    }
+
+    /// The `count` ways into the kernel with the most samples, each with its share of all samples and,
+    /// given herald-api's CPU per send, its microseconds of that.
+    func kernelLines(_ count: Int, perSend: Double?) -> [String] {
+        guard samples > 0 else { return [] }
+        return kernelEntries.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }.prefix(count).map {
+            let share = Double($0.value) / Double(samples)
+            return $0.key.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%5.1f %%  ", share * 100)
+                + (perSend.map { String(format: "%5.1f µs", share * $0) } ?? "")
+        }
     }
 
     /// The `count` functions with the most samples taken in them, with their share.

@@ -323,6 +323,8 @@ extension HeraldBenchCommand {
         let per = perSend.map { String(format: ", µs of %.0f µs per send", $0) } ?? ""
         print("\nherald-api by stage (\(stages.samples) samples; share\(per)):")
         for line in stages.lines(perSend: perSend) { print("  " + line) }
+        print("\nherald-api in the kernel, by what entered it (\(stages.kernelSamples) samples; share of all\(per)):")
+        for line in stages.kernelLines(12, perSend: perSend) { print("  " + line) }
     }
 
     static func mebibytes(_ text: String) -> Double {
