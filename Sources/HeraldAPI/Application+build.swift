@@ -170,10 +170,8 @@ struct StoreMaintenance: Service {
     let retention: Duration
     let logger: Logger
 
-    /// Ledger rows deleted per statement, and statements per pass: short transactions that never hold
-    /// the table; a backlog (a retention just shortened) is worked off over several minutes.
-    static let purgeChunk = 1000
-    static let purgeChunksPerPass = 50
+    /// How the ledger's purge paces its statements (`PurgePacing`).
+    var pacing = PurgePacing()
     let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
 
     func run() async throws {
@@ -203,14 +201,29 @@ struct StoreMaintenance: Service {
         }
     }
 
+    /// Deletes ledger rows past the retention, a chunk per statement, paced by `pacing`, until none is
+    /// left or the pass's budget is spent (then it says so: the purge is behind the ledger's growth).
     func purgeLedger(now: Date) async throws {
         let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
+        let clock = ContinuousClock()
+        let began = clock.now
         var purged = 0
-        for _ in 0..<Self.purgeChunksPerPass {
-            let removed = try await store.purgeMessages(updatedBefore: cutoff, limit: Self.purgeChunk)
+        defer { if purged > 0 { Counter(label: "herald_ledger_purged_total").increment(by: purged) } }
+        while Task.isShuttingDownGracefully == false {
+            let started = clock.now
+            let removed = try await store.purgeMessages(updatedBefore: cutoff, limit: pacing.chunk)
             purged += removed
-            if removed < Self.purgeChunk || Task.isShuttingDownGracefully { break }
+            switch pacing.next(removed: removed, took: started.duration(to: clock.now), elapsed: began.duration(to: clock.now)) {
+            case .done:
+                return
+            case .budgetSpent:
+                logger.notice(
+                    "ledger purge behind: rows past the retention remain after this pass; the next goes on",
+                    metadata: ["deleted": .stringConvertible(purged), "pass": .string("\(began.duration(to: clock.now))")])
+                return
+            case .pause(let pause):
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            }
         }
-        if purged > 0 { Counter(label: "herald_ledger_purged_total").increment(by: purged) }
     }
 }

@@ -70,9 +70,8 @@ extension HeraldBenchCommand {
                 kind.rawValue, Self.ledgerChunk, Self.medianRange(chunks), Self.medianRange(ledgerWrites)))
     }
 
-    /// Rows per ledger purge statement (`StoreMaintenance.purgeChunk` in herald-api, which this target
-    /// does not link).
-    static let ledgerChunk = 1_000
+    /// Rows per ledger purge statement, as herald-api's housekeeping deletes them.
+    static let ledgerChunk = PurgePacing().chunk
 
     /// Runs `body` for `0..<count` on 64 concurrent lanes (so that SQLite's writer commits them in batches).
     static func inLanes(_ count: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
