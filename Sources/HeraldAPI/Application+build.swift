@@ -65,7 +65,12 @@ public struct APIDependencies: Sendable {
             configuration: configuration, store: store,
             publisher: AMQPJobPublisher(connection: connection, topology: topology, keys: HeraldKeys(master: sealingKey)),
             keys: HeraldKeys(master: sealingKey), tokens: tokens, isReady: { connection.isConnected },
-            services: [connection, StoreMaintenance(store: store, retention: configuration.ledger.retention, logger: logger)],
+            services: [
+                connection,
+                StoreMaintenance(
+                    store: store, retention: configuration.ledger.retention, logger: logger,
+                    conversionSettle: StoreMaintenance.conversionSettle(configuration)),
+            ],
             broker: AMQPBrokerConsole(connection: connection, topology: topology))
     }
 }
@@ -170,11 +175,19 @@ struct StoreMaintenance: Service {
     let retention: Duration
     let logger: Logger
 
+    /// How long after its creation a session's conversion can still change: the longest code life of
+    /// any project, plus a minute for late commits and other hosts' clocks (`ConversionWindow`).
+    let conversionSettle: Duration
+    static func conversionSettle(_ configuration: HeraldConfiguration) -> Duration {
+        (configuration.projects.map(\.phone.codeTTL).max() ?? .zero) + .seconds(60)
+    }
+
     /// How the ledger's purge paces its statements (`PurgePacing`).
     var pacing = PurgePacing()
     let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
 
     func run() async throws {
+        var conversion = ConversionWindow(settle: conversionSettle)
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
             do {
                 let now = Date()
@@ -184,7 +197,9 @@ struct StoreMaintenance: Service {
                 _ = try await store.purgeOobCodes(expiredBefore: now.addingTimeInterval(-86_400))
                 _ = try await store.purgeCredentials(expiredBefore: now)
                 try await purgeLedger(now: now)
-                for entry in try await store.conversion(since: now.addingTimeInterval(-3600)) {
+                let scanned = Date()
+                conversion.take(try await store.conversion(since: conversion.scanStart(now: scanned)), now: scanned)
+                for entry in conversion.totals() {
                     let dimensions = [("country", entry.region)]
                     Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)
                     Gauge(label: "herald_sms_verified_last_hour", dimensions: dimensions).record(entry.verified)

@@ -631,15 +631,18 @@ public final class MemoryStore: HeraldStoreProtocol {
     /// Nothing here holds anything back.
     public func oldestSnapshot() async throws -> SnapshotHolder? { nil }
 
-    public func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)] {
+    public func conversion(since: Date) async throws -> [ConversionCount] {
         state.withLock { state in
-            var counts: [String: (sent: Int, verified: Int)] = [:]
+            var counts: [Int64: [String: ConversionCount]] = [:]
             for session in state.sessions.values
             where session.createdAt >= since.keptToMilliseconds && session.jobID != nil && !session.region.isEmpty {
-                counts[session.region, default: (0, 0)].sent += 1
-                if state.verifiedSessions.contains(session.id) { counts[session.region, default: (0, 0)].verified += 1 }
+                let minute = Int64((session.createdAt.timeIntervalSince1970 / 60).rounded(.down))
+                var count = counts[minute]?[session.region] ?? ConversionCount(minute: minute, region: session.region, sent: 0, verified: 0)
+                count.sent += 1
+                if state.verifiedSessions.contains(session.id) { count.verified += 1 }
+                counts[minute, default: [:]][session.region] = count
             }
-            return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sent, $0.value.verified) }
+            return counts.values.flatMap(\.values).sorted { ($0.minute, $0.region) < ($1.minute, $1.region) }
         }
     }
 

@@ -328,17 +328,17 @@ extension SQLStore {
             createdAt: Date(timeIntervalSince1970: Double(created) / 1_000_000))
     }
 
-    public func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)] {
+    public func conversion(since: Date) async throws -> [ConversionCount] {
         try await read { db in
             try db.query(
                 """
-                SELECT region, count(*), count(CASE WHEN verified = 1 THEN 1 END) FROM verification_sessions
+                SELECT created_at_ms / 60000 AS minute, region, count(*), count(CASE WHEN verified = 1 THEN 1 END) FROM verification_sessions
                 WHERE created_at_ms >= ? AND job_id IS NOT NULL AND region <> ''
-                GROUP BY region ORDER BY region
+                GROUP BY minute, region ORDER BY minute, region
                 """, [.integer(since.millisecondsSince1970)]
             ).compactMap { row in
-                guard let region = row[0].string, let sent = row[1].int, let verified = row[2].int else { return nil }
-                return (region, Int(sent), Int(verified))
+                guard let minute = row[0].int, let region = row[1].string, let sent = row[2].int, let verified = row[3].int else { return nil }
+                return ConversionCount(minute: minute, region: region, sent: Int(sent), verified: Int(verified))
             }
         }
     }

@@ -20,7 +20,8 @@ struct LedgerPurgeTests {
         let recent = UUID()
         try await store.recordPending(
             jobID: recent, projectID: "p", type: .sms, destination: "+15555550100", now: now.addingTimeInterval(-29 * 86_400))
-        let maintenance = StoreMaintenance(store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"))
+        let maintenance = StoreMaintenance(
+            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
         try await maintenance.purgeLedger(now: now)
         let left = try await store.messages(MessageQuery(pageSize: 500)).messages
         #expect(left.map(\.id) == [recent])
@@ -51,7 +52,8 @@ struct LedgerPurgeTests {
         // 61 chunks of 10 and a part: more statements than the 50 a pass used to be allowed.
         let (store, directory) = try await sqliteLedger(old: 615, now: now)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var maintenance = StoreMaintenance(store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"))
+        var maintenance = StoreMaintenance(
+            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
         maintenance.pacing = PurgePacing(chunk: 10, budget: .seconds(600))
         try await maintenance.purgeLedger(now: now)
         #expect(try await store.messages(MessageQuery(pageSize: 10)).messages.isEmpty)
@@ -63,7 +65,8 @@ struct LedgerPurgeTests {
         let now = Date()
         let (store, directory) = try await sqliteLedger(old: 30, now: now)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var maintenance = StoreMaintenance(store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"))
+        var maintenance = StoreMaintenance(
+            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
         maintenance.pacing = PurgePacing(chunk: 10, budget: .zero)
         try await maintenance.purgeLedger(now: now)
         #expect(try await store.messages(MessageQuery(pageSize: 50)).messages.count == 20)

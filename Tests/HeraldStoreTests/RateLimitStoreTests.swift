@@ -237,10 +237,12 @@ struct RateLimitStoreTests {
         }
     }
 
-    @Test("conversion per region counts SMS sessions and verified ones, not test numbers", arguments: StoreKind.allCases)
+    @Test("conversion per minute and region counts SMS sessions and verified ones, not test numbers", arguments: StoreKind.allCases)
     func conversion(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
-            let now = Date()
+            // Half a minute into the current minute, so that 50 s back is the minute before.
+            let minute = (Date().timeIntervalSince1970 / 60).rounded(.down)
+            let now = Date(timeIntervalSince1970: minute * 60 + 30)
             func session(_ region: String, sms: Bool, verified: Bool, created: TimeInterval = 0, ttl: TimeInterval = 300) async throws {
                 let id = UUID().uuidString
                 try await store.insertSession(
@@ -257,9 +259,12 @@ struct RateLimitStoreTests {
             try await session("GB", sms: true, verified: true, created: -120)
             try await session("FR", sms: true, verified: false, created: -50, ttl: 30)
             let rows = try await store.conversion(since: now.addingTimeInterval(-60))
-            #expect(rows.map(\.region) == ["FR", "GB", "US"])
-            #expect(rows.map(\.sent) == [1, 1, 2])
-            #expect(rows.map(\.verified) == [0, 0, 1])
+            #expect(
+                rows == [
+                    ConversionCount(minute: Int64(minute) - 1, region: "FR", sent: 1, verified: 0),
+                    ConversionCount(minute: Int64(minute), region: "GB", sent: 1, verified: 0),
+                    ConversionCount(minute: Int64(minute), region: "US", sent: 2, verified: 1),
+                ])
         }
     }
 

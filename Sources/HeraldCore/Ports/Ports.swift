@@ -433,8 +433,9 @@ public protocol RateLimitStore: Sendable {
     func prefixBlocks(now: Date) async throws -> [PrefixBlock]
     /// Removes a block (and resets the prefix's velocity); false when there was none.
     func liftPrefixBlock(projectID: String, prefix: String) async throws -> Bool
-    /// Per region since `since`: codes sent by SMS and codes verified (test numbers excluded).
-    func conversion(since: Date) async throws -> [(region: String, sent: Int, verified: Int)]
+    /// Per minute and region since `since`, by the sessions' creation: codes sent by SMS and codes
+    /// verified (test numbers excluded). `ConversionWindow` keeps the hour from these.
+    func conversion(since: Date) async throws -> [ConversionCount]
 }
 
 /// App-verification state: receipts `verifyClient` issued and device tokens APNs rejected.

@@ -1,0 +1,76 @@
+import Foundation
+import HeraldCore
+import Testing
+
+/// The conversion gauges' hour, kept by the minute: what each pass reads again and what it keeps.
+@Suite("Conversion window")
+struct ConversionWindowTests {
+    /// 12:00:30 on some day, in minutes and as a date.
+    let minute: Int64 = 29_000_000
+    var now: Date { Date(timeIntervalSince1970: TimeInterval(minute * 60 + 30)) }
+
+    func count(_ minute: Int64, _ region: String, _ sent: Int, _ verified: Int) -> ConversionCount {
+        ConversionCount(minute: minute, region: region, sent: sent, verified: verified)
+    }
+
+    func totals(_ window: ConversionWindow) -> [String] {
+        window.totals().map { "\($0.region) \($0.sent)/\($0.verified)" }
+    }
+
+    @Test("the first pass reads the whole hour from its first minute; later ones only the minutes that can still change")
+    func scanStarts() {
+        var window = ConversionWindow(settle: .seconds(360))
+        #expect(window.scanStart(now: now) == Date(timeIntervalSince1970: TimeInterval((minute - 60) * 60)))
+        window.take([], now: now)
+        let next = now.addingTimeInterval(60)
+        // 6 minutes before the last pass, on a minute boundary.
+        #expect(window.scanStart(now: next) == Date(timeIntervalSince1970: TimeInterval((minute - 6) * 60)))
+    }
+
+    @Test("a pass that failed leaves no minute unread: the next reads from the settle before the last pass taken")
+    func failedPassesAreCaughtUp() {
+        var window = ConversionWindow(settle: .seconds(360))
+        window.take([], now: now)
+        // Ten minutes without a pass taken (the store was down).
+        let later = now.addingTimeInterval(600)
+        #expect(window.scanStart(now: later) == Date(timeIntervalSince1970: TimeInterval((minute - 6) * 60)))
+        // And never before the hour.
+        let muchLater = now.addingTimeInterval(7_200)
+        #expect(window.scanStart(now: muchLater) == Date(timeIntervalSince1970: TimeInterval((minute + 60) * 60)))
+    }
+
+    @Test("a settle as long as the hour reads the whole hour every pass")
+    func longSettle() {
+        var window = ConversionWindow(settle: .seconds(86_400))
+        window.take([], now: now)
+        let next = now.addingTimeInterval(60)
+        #expect(window.scanStart(now: next) == Date(timeIntervalSince1970: TimeInterval((minute + 1 - 60) * 60)))
+    }
+
+    @Test("a rescan replaces the minutes it read, keeps the settled ones and forgets those before the hour")
+    func rescanReplaces() {
+        var window = ConversionWindow(settle: .seconds(360))
+        window.take(
+            [count(minute - 60, "US", 5, 5), count(minute - 30, "US", 10, 8), count(minute - 3, "US", 4, 0), count(minute, "DE", 2, 0)],
+            now: now)
+        #expect(totals(window) == ["DE 2/0", "US 19/13"])
+        // A minute later: minute − 3's sessions were verified meanwhile, a new send came in, and the
+        // rescan from minute − 6 brings them; minute − 60 has left the hour.
+        let next = now.addingTimeInterval(60)
+        let start = window.scanStart(now: next)
+        #expect(start == Date(timeIntervalSince1970: TimeInterval((minute - 6) * 60)))
+        window.take([count(minute - 3, "US", 4, 3), count(minute, "DE", 2, 1), count(minute + 1, "FR", 1, 0)], now: next)
+        #expect(totals(window) == ["DE 2/1", "FR 1/0", "US 14/11"])
+        // A minute whose sessions all went (purged, or none left) is dropped by the rescan too.
+        let third = next.addingTimeInterval(60)
+        window.take([count(minute, "DE", 2, 1)], now: third)
+        #expect(totals(window) == ["DE 2/1", "US 10/8"])
+    }
+
+    @Test("rows before the hour in a scan are not counted")
+    func rowsBeforeTheHour() {
+        var window = ConversionWindow(settle: .seconds(360))
+        window.take([count(minute - 61, "US", 7, 7), count(minute - 60, "US", 1, 0)], now: now)
+        #expect(totals(window) == ["US 1/0"])
+    }
+}
