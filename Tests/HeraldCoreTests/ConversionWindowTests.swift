@@ -61,10 +61,11 @@ struct ConversionWindowTests {
         #expect(start == Date(timeIntervalSince1970: TimeInterval((minute - 6) * 60)))
         window.take([count(minute - 3, "US", 4, 3), count(minute, "DE", 2, 1), count(minute + 1, "FR", 1, 0)], now: next)
         #expect(totals(window) == ["DE 2/1", "FR 1/0", "US 14/11"])
-        // A minute whose sessions all went (purged, or none left) is dropped by the rescan too.
+        // A minute whose sessions all went (purged, or none left) is dropped by the rescan too; FR,
+        // whose only session that was, reads zero once.
         let third = next.addingTimeInterval(60)
         window.take([count(minute, "DE", 2, 1)], now: third)
-        #expect(totals(window) == ["DE 2/1", "US 10/8"])
+        #expect(totals(window) == ["DE 2/1", "FR 0/0", "US 10/8"])
     }
 
     @Test("rows before the hour in a scan are not counted")
@@ -72,5 +73,17 @@ struct ConversionWindowTests {
         var window = ConversionWindow(settle: .seconds(360))
         window.take([count(minute - 61, "US", 7, 7), count(minute - 60, "US", 1, 0)], now: now)
         #expect(totals(window) == ["US 1/0"])
+    }
+
+    @Test("a region whose sessions left the hour is reported once as zero, so its gauges do not keep the last values")
+    func vanishedRegion() {
+        var window = ConversionWindow(settle: .seconds(360))
+        window.take([count(minute - 59, "DE", 100, 5), count(minute, "US", 3, 2)], now: now)
+        #expect(totals(window) == ["DE 100/5", "US 3/2"])
+        let later = now.addingTimeInterval(120)
+        window.take([count(minute, "US", 3, 2)], now: later)
+        #expect(totals(window) == ["DE 0/0", "US 3/2"])
+        window.take([count(minute, "US", 3, 2)], now: later.addingTimeInterval(60))
+        #expect(totals(window) == ["US 3/2"])
     }
 }

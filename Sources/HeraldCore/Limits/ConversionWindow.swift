@@ -25,6 +25,12 @@ public struct ConversionWindow: Sendable {
     private var minutes: [Int64: [String: (sent: Int, verified: Int)]] = [:]
     /// When the last scan taken began.
     private var lastScan: Date?
+    /// Regions with sessions in the hour, as of the last scan taken.
+    private var regions: Set<String> = []
+    /// Regions that had sessions in the hour before the last scan taken and have none now: reported
+    /// once as zero, since a gauge keeps its last value and a country's last hour of pumping would
+    /// otherwise hold the conversion alert until the process restarts.
+    private var vanished: Set<String> = []
 
     public init(span: Duration = .seconds(3_600), settle: Duration) {
         self.span = span
@@ -51,11 +57,15 @@ public struct ConversionWindow: Sendable {
             minutes[row.minute, default: [:]][row.region, default: (0, 0)].verified += row.verified
         }
         lastScan = now
+        let present = Set(minutes.values.flatMap(\.keys))
+        vanished = regions.subtracting(present)
+        regions = present
     }
 
-    /// Per region, sorted by region: sent and verified over the span's minutes.
+    /// Per region, sorted by region: sent and verified over the span's minutes; zero for a region
+    /// whose last sessions left the hour with the last scan taken.
     public func totals() -> [(region: String, sent: Int, verified: Int)] {
-        var regions: [String: (sent: Int, verified: Int)] = [:]
+        var regions: [String: (sent: Int, verified: Int)] = Dictionary(uniqueKeysWithValues: vanished.map { ($0, (0, 0)) })
         for counts in minutes.values {
             for (region, count) in counts {
                 regions[region, default: (0, 0)].sent += count.sent
