@@ -61,6 +61,11 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             "The pair suites' other build: a directory holding its herald-api and herald-sms-worker (for example a copy of another commit's .build/release)."
     )
     var baselineBin: String?
+    @Option(
+        help:
+            "Rows written into this build's store before the pair and profile suites load it: sessions of the last day, ledger rows of the last 30 days and the live limit keys of that many numbers (a store in service; with --baseline-bin .build/release the pair suite sets it against a fresh one)."
+    )
+    var prefill = 0
 
     /// The stack variants the spine suite measures, in print order.
     var variants: [(label: String, store: TestStore, apis: Int)] {
@@ -105,7 +110,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             summary.print()
         }
         if suite == "profile" {
-            try await perfTopTen(store: profileStore == "postgres" ? .postgres : .sqlite, keeping: perfData, loadRuns: runs)
+            try await perfTopTen(store: profileStore == "postgres" ? .postgres : .sqlite, keeping: perfData, loadRuns: runs, prefillRows: prefill)
         }
         if suite == "pair" {
             guard let baselineBin else { throw ValidationError("--suite pair needs --baseline-bin DIR") }

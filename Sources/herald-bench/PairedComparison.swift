@@ -16,11 +16,13 @@ extension HeraldBenchCommand {
         }
         print("pair: this build (\(HeraldProcess.binDirectory)) against \(baseline), \(store), \(runs) runs of \(throughputSeconds) s at c64 each")
         if let baselineLimits { print("limits: this build \(measuredLimitsSection); baseline \(baselineLimits)") }
+        if prefill > 0 { print("this build's store is prefilled with \(prefill) rows of each kind; the baseline's starts empty") }
         let ratios = try await withPair(baseline: baseline) {
             // The baseline's limits may differ (`--baseline-limits`): the same build with a part turned off.
             let limits = $0 == nil ? measuredLimitsSection : baselineLimits ?? measuredLimitsSection
             return try await BenchStack.start(limits: limits, store: store, binDirectory: $0)
         } _: { current, other in
+            try await StorePrefill(rows: prefill).fill(current)
             let floor = try await healthzFloor(current)
             print(
                 String(

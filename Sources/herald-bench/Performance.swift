@@ -277,10 +277,18 @@ extension HeraldBenchCommand {
     /// and its CPU split by stage (`PerfStages`), in microseconds of `perSend` when given (else of the
     /// load runs' median). With `keeping`, the data stays at that path for `perf report -g`.
     /// `loadRuns` c64 runs on the same stack come first (for A/B comparisons of one change: their
-    /// sends/s and herald-api CPU per send).
-    func perfTopTen(store: TestStore = .sqlite, keeping: String? = nil, loadRuns: Int = 0, perSend: Double? = nil) async throws {
+    /// sends/s and herald-api CPU per send), after `prefillRows` of each kind (`StorePrefill`).
+    func perfTopTen(
+        store: TestStore = .sqlite, keeping: String? = nil, loadRuns: Int = 0, perSend: Double? = nil, prefillRows: Int = 0
+    ) async throws {
         let stack = try await BenchStack.start(limits: measuredLimitsSection, store: store)
         var perSendOfRuns = [Double]()
+        do {
+            try await StorePrefill(rows: prefillRows).fill(stack)
+        } catch {
+            await stack.stop()
+            throw error
+        }
         for _ in 0..<loadRuns {
             do {
                 perSendOfRuns.append(try await closedLoopLoad(stack).apiCPU)
