@@ -17,8 +17,8 @@ public struct ConversionCount: Sendable, Equatable {
 /// minute, so that each pass reads again only the minutes whose sessions can still change. A session
 /// is verified before it expires or never, so a minute is final once `settle` (the longest code life,
 /// plus a margin for late commits and other hosts' clocks) has passed. Scanning the whole hour each
-/// minute cost every herald-api about 0.5 µs per session of that hour: a second of each minute at 500
-/// sends/s, and growing with the rate.
+/// minute cost every herald-api about half a microsecond per session of that hour: most of a second
+/// of each minute at 500 sends/s, and growing with the rate.
 public struct ConversionWindow: Sendable {
     public let span: Duration
     public let settle: Duration
