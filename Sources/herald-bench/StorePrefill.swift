@@ -36,7 +36,7 @@ struct StorePrefill {
                         codeHash: Data(repeating: 7, count: 32), createdAt: sessionAt, expiresAt: sessionAt.addingTimeInterval(600),
                         maxAttempts: 5, jobID: jobID))
                 try await store.recordPending(
-                    jobID: UUID(), projectID: project, type: .sms, destination: phone, producer: nil,
+                    jobID: jobID, projectID: project, type: .sms, destination: phone, producer: nil,
                     now: now.addingTimeInterval(-30 * 86_400 * Double(rows - index) / Double(rows)))
                 let keys = policies.map { policy in
                     (key: LimitCheck(kind: .number, scope: project, subject: phone, policy: policy).key, parameters: GCRA.Parameters(policy))
