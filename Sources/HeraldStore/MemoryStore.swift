@@ -636,7 +636,7 @@ public final class MemoryStore: HeraldStoreProtocol {
             var counts: [Int64: [String: ConversionCount]] = [:]
             for session in state.sessions.values
             where session.createdAt >= since.keptToMilliseconds && session.jobID != nil && !session.region.isEmpty {
-                let minute = Int64((session.createdAt.timeIntervalSince1970 / 60).rounded(.down))
+                let minute = ConversionCount.minute(of: session.createdAt)
                 var count = counts[minute]?[session.region] ?? ConversionCount(minute: minute, region: session.region, sent: 0, verified: 0)
                 count.sent += 1
                 if state.verifiedSessions.contains(session.id) { count.verified += 1 }

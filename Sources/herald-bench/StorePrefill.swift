@@ -31,10 +31,7 @@ struct StorePrefill {
                 let sessionAt = now.addingTimeInterval(-86_400 * Double(rows - index) / Double(rows))
                 let jobID = UUID()
                 try await store.insertSession(
-                    VerificationSession(
-                        id: UUID().uuidString, projectID: project, phoneNumber: phone, region: index % 3 == 0 ? "US" : "DE",
-                        codeHash: Data(repeating: 7, count: 32), createdAt: sessionAt, expiresAt: sessionAt.addingTimeInterval(600),
-                        maxAttempts: 5, jobID: jobID))
+                    HeraldBenchCommand.reportSession(index: index, at: sessionAt, jobID: jobID, projectID: project, phoneNumber: phone))
                 try await store.recordPending(
                     jobID: jobID, projectID: project, type: .sms, destination: phone, producer: nil,
                     now: now.addingTimeInterval(-30 * 86_400 * Double(rows - index) / Double(rows)))

@@ -11,6 +11,11 @@ public struct ConversionCount: Sendable, Equatable {
     public init(minute: Int64, region: String, sent: Int, verified: Int) {
         (self.minute, self.region, self.sent, self.verified) = (minute, region, sent, verified)
     }
+
+    /// The minute `date` falls in, in minutes since 1970 (rounded down, as `created_at_ms / 60000`).
+    public static func minute(of date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 / 60).rounded(.down))
+    }
 }
 
 /// The last hour's verified ÷ sent per region (the `herald_sms_conversion_*` gauges), kept by the
@@ -43,14 +48,14 @@ public struct ConversionWindow: Sendable {
     public func scanStart(now: Date) -> Date {
         var start = now.addingTimeInterval(-span.seconds)
         if let lastScan { start = max(start, lastScan.addingTimeInterval(-settle.seconds)) }
-        return Date(timeIntervalSince1970: TimeInterval(Self.minute(of: start) * 60))
+        return Date(timeIntervalSince1970: TimeInterval(ConversionCount.minute(of: start) * 60))
     }
 
     /// Takes a scan that began at `now` from `scanStart(now:)`: its minutes replace what was kept from
     /// there on, and minutes before the span are forgotten.
     public mutating func take(_ rows: [ConversionCount], now: Date) {
-        let start = Self.minute(of: scanStart(now: now))
-        let first = Self.minute(of: now.addingTimeInterval(-span.seconds))
+        let start = ConversionCount.minute(of: scanStart(now: now))
+        let first = ConversionCount.minute(of: now.addingTimeInterval(-span.seconds))
         minutes = minutes.filter { $0.key >= first && $0.key < start }
         for row in rows where row.minute >= first {
             minutes[row.minute, default: [:]][row.region, default: (0, 0)].sent += row.sent
@@ -73,10 +78,5 @@ public struct ConversionWindow: Sendable {
             }
         }
         return regions.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sent, $0.value.verified) }
-    }
-
-    /// Minutes since 1970, rounded down.
-    static func minute(of date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 / 60).rounded(.down))
     }
 }
