@@ -6,7 +6,6 @@ import HeraldCurl
 import HeraldStore
 import Hummingbird
 import Logging
-import Metrics
 import NIOCore
 import ServiceLifecycle
 
@@ -161,84 +160,4 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         router: router, server: .http1(configuration: .init(idleTimeout: idleTimeout)),
         configuration: .init(address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api"),
         services: dependencies.services, logger: logger)
-}
-
-/// Housekeeping on the shared store, once a minute: deletes sessions a day after they expired (until
-/// then they answer SESSION_EXPIRED, not INVALID_SESSION_INFO) and rate-limit keys whose time has
-/// passed, deletes ledger rows unchanged for `ledger.retention`, and publishes the last hour's
-/// verified÷sent ratio per country — a collapse of that ratio is the signature of SMS pumping — and how
-/// long the oldest snapshot on the store's database has been held (`StoreHealth`).
-struct StoreMaintenance: Service {
-    let store:
-        any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
-            & StoreHealth
-    let retention: Duration
-    let logger: Logger
-
-    /// How long after its creation a session's conversion can still change: the longest code life of
-    /// any project, plus a minute for late commits and other hosts' clocks (`ConversionWindow`).
-    let conversionSettle: Duration
-    static func conversionSettle(_ configuration: HeraldConfiguration) -> Duration {
-        (configuration.projects.map(\.phone.codeTTL).max() ?? .zero) + .seconds(60)
-    }
-
-    /// How the ledger's purge paces its statements (`PurgePacing`).
-    var pacing = PurgePacing()
-    let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
-
-    func run() async throws {
-        var conversion = ConversionWindow(settle: conversionSettle)
-        while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
-            do {
-                let now = Date()
-                _ = try await store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400))
-                _ = try await store.purgeRates(before: now.microsecondsSince1970)
-                _ = try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(-86_400))
-                _ = try await store.purgeOobCodes(expiredBefore: now.addingTimeInterval(-86_400))
-                _ = try await store.purgeCredentials(expiredBefore: now)
-                try await purgeLedger(now: now)
-                let scanned = Date()
-                conversion.take(try await store.conversion(since: conversion.scanStart(now: scanned)), now: scanned)
-                for entry in conversion.totals() {
-                    let dimensions = [("country", entry.region)]
-                    Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)
-                    Gauge(label: "herald_sms_verified_last_hour", dimensions: dimensions).record(entry.verified)
-                    Gauge(label: "herald_sms_conversion_ratio", dimensions: dimensions)
-                        .record(entry.sent == 0 ? 0 : Double(entry.verified) / Double(entry.sent))
-                }
-                // A snapshot held for minutes slows every admission on PostgreSQL (`StoreHealth`); the
-                // alert HeraldStoreSnapshotHeld watches this.
-                snapshotAge.record(try await store.oldestSnapshot()?.seconds ?? 0)
-            } catch {
-                logger.warning("store maintenance failed", metadata: ["error": .string("\(error)")])
-            }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
-        }
-    }
-
-    /// Deletes ledger rows past the retention, a chunk per statement, paced by `pacing`, until none is
-    /// left or the pass's budget is spent (then it says so: the purge is behind the ledger's growth).
-    func purgeLedger(now: Date) async throws {
-        let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
-        let clock = ContinuousClock()
-        let began = clock.now
-        var purged = 0
-        defer { if purged > 0 { Counter(label: "herald_ledger_purged_total").increment(by: purged) } }
-        while Task.isShuttingDownGracefully == false {
-            let started = clock.now
-            let removed = try await store.purgeMessages(updatedBefore: cutoff, limit: pacing.chunk)
-            purged += removed
-            switch pacing.next(removed: removed, took: started.duration(to: clock.now), elapsed: began.duration(to: clock.now)) {
-            case .done:
-                return
-            case .budgetSpent:
-                logger.notice(
-                    "ledger purge behind: rows past the retention remain after this pass; the next goes on",
-                    metadata: ["deleted": .stringConvertible(purged), "pass": .string("\(began.duration(to: clock.now))")])
-                return
-            case .pause(let pause):
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
-            }
-        }
-    }
 }

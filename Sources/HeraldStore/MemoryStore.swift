@@ -80,9 +80,10 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
-    public func purgeSessions(expiredBefore date: Date) async throws -> Int {
+    public func purgeSessions(expiredBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let expired = state.sessions.values.filter { $0.expiresAt < date.keptToMilliseconds }.map(\.id)
+            let expired = state.sessions.values.filter { $0.expiresAt < date.keptToMilliseconds }.sorted { $0.expiresAt < $1.expiresAt }
+                .prefix(max(1, limit)).map(\.id)
             for id in expired {
                 state.sessions.removeValue(forKey: id)
                 state.verifiedSessions.remove(id)
@@ -237,9 +238,9 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
-    public func purgeCredentials(expiredBefore date: Date) async throws -> Int {
+    public func purgeCredentials(expiredBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let expired = state.credentials.filter { $0.value < date }.keys
+            let expired = state.credentials.filter { $0.value < date }.sorted { $0.value < $1.value }.prefix(max(1, limit)).map(\.key)
             for hash in expired { state.credentials.removeValue(forKey: hash) }
             return expired.count
         }
@@ -330,9 +331,10 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
-    public func purgeOobCodes(expiredBefore date: Date) async throws -> Int {
+    public func purgeOobCodes(expiredBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let expired = state.oobCodes.values.filter { $0.expiresAt < date.keptToMilliseconds }.map(\.codeHash)
+            let expired = state.oobCodes.values.filter { $0.expiresAt < date.keptToMilliseconds }.sorted { $0.expiresAt < $1.expiresAt }
+                .prefix(max(1, limit)).map(\.codeHash)
             for hash in expired { state.oobCodes.removeValue(forKey: hash) }
             return expired.count
         }
@@ -665,9 +667,10 @@ public final class MemoryStore: HeraldStoreProtocol {
         state.withLock { _ = $0.receipts.removeValue(forKey: hash) }
     }
 
-    public func purgeReceipts(issuedBefore date: Date) async throws -> Int {
+    public func purgeReceipts(issuedBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let old = state.receipts.values.filter { $0.createdAt < date.keptToMilliseconds }.map(\.receiptHash)
+            let old = state.receipts.values.filter { $0.createdAt < date.keptToMilliseconds }.sorted { $0.createdAt < $1.createdAt }
+                .prefix(max(1, limit)).map(\.receiptHash)
             for hash in old { state.receipts.removeValue(forKey: hash) }
             return old.count
         }

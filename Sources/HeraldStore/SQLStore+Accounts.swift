@@ -185,8 +185,8 @@ extension SQLStore {
         }
     }
 
-    public func purgeCredentials(expiredBefore date: Date) async throws -> Int {
-        try await purgeExpired("idp_credentials", key: "credential_hash", by: "expires_at_ms", before: date)
+    public func purgeCredentials(expiredBefore date: Date, limit: Int) async throws -> Int {
+        try await purgeExpired("idp_credentials", key: "credential_hash", by: "expires_at_ms", before: date, limit: limit)
     }
 
     public func updateUser(_ user: UserAccount) async throws {
@@ -370,8 +370,8 @@ extension SQLStore {
         }
     }
 
-    public func purgeOobCodes(expiredBefore date: Date) async throws -> Int {
-        try await purgeExpired("oob_codes", key: "code_hash", by: "expires_at_ms", before: date)
+    public func purgeOobCodes(expiredBefore date: Date, limit: Int) async throws -> Int {
+        try await purgeExpired("oob_codes", key: "code_hash", by: "expires_at_ms", before: date, limit: limit)
     }
 
     static func oob(_ row: [SQLValue]) throws -> OobRecord {

@@ -35,8 +35,8 @@ extension SQLStore {
         try await run { db in try db.query("DELETE FROM app_receipts WHERE receipt_hash = ?", [.text(hash)]) }
     }
 
-    public func purgeReceipts(issuedBefore date: Date) async throws -> Int {
-        try await purgeExpired("app_receipts", key: "receipt_hash", by: "created_at_ms", before: date)
+    public func purgeReceipts(issuedBefore date: Date, limit: Int) async throws -> Int {
+        try await purgeExpired("app_receipts", key: "receipt_hash", by: "created_at_ms", before: date, limit: limit)
     }
 
     public func markDeviceTokenInvalid(hash: String, reason: String, since: Date) async throws {

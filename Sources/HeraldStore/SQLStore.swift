@@ -118,33 +118,27 @@ public final class SQLStore: HeraldStoreProtocol {
         }
     }
 
-    /// Deletes sessions that expired before `date` (they can only answer SESSION_EXPIRED until then).
+    /// Deletes at most `limit` sessions that expired before `date` (they can only answer SESSION_EXPIRED
+    /// until then).
     @discardableResult
-    public func purgeSessions(expiredBefore date: Date) async throws -> Int {
-        try await purgeExpired("verification_sessions", key: "id", by: "expires_at_ms", before: date)
+    public func purgeSessions(expiredBefore date: Date, limit: Int) async throws -> Int {
+        try await purgeExpired("verification_sessions", key: "id", by: "expires_at_ms", before: date, limit: limit)
     }
 
-    /// Deletes the rows of `table` whose `column` (an indexed time in milliseconds) is before `date`,
-    /// `expiredChunk` rows per transaction. As one statement, a minute's expired sessions at 500 sends/s
-    /// (30,000 rows) held SQLite's writer, every send, for 260–265 ms each minute (`herald-bench --suite
-    /// store`); a chunk is one short call of the writer's batches, and sends go on between chunks.
-    func purgeExpired(_ table: String, key: String, by column: String, before date: Date) async throws -> Int {
+    /// Deletes at most `limit` rows of `table` whose `column` (an indexed time in milliseconds) is before
+    /// `date`, the oldest first, in one statement. As one statement for all, a minute's expired sessions
+    /// at 500 sends/s (30,000 rows) held SQLite's writer, every send, for 260–265 ms each minute
+    /// (`herald-bench --suite store`); a chunk is one short call among the writer's batches, and
+    /// housekeeping paces the chunks (`PurgePacing`).
+    func purgeExpired(_ table: String, key: String, by column: String, before date: Date, limit: Int) async throws -> Int {
         let sql = """
-            DELETE FROM \(table) WHERE \(key) IN (SELECT \(key) FROM \(table) WHERE \(column) < ? ORDER BY \(column) LIMIT \(Self.expiredChunk))
+            DELETE FROM \(table) WHERE \(key) IN (SELECT \(key) FROM \(table) WHERE \(column) < ?1 ORDER BY \(column) LIMIT ?2)
             """
-        var purged = 0
-        while true {
-            let deleted = try await run { db in
-                try db.query(sql, [.integer(date.millisecondsSince1970)])
-                return db.changes
-            }
-            purged += deleted
-            if deleted < Self.expiredChunk { return purged }
+        return try await run { db in
+            try db.query(sql, [.integer(date.millisecondsSince1970), .integer(Int64(max(1, limit)))])
+            return db.changes
         }
     }
-
-    /// Expired rows one purge transaction deletes.
-    static let expiredChunk = 500
 
     public func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession? {
         try await run { db in

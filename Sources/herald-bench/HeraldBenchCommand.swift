@@ -37,6 +37,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Jobs queued before one herald-sms-worker starts draining (worker suite).") var backlog = 50_000
     @Option(help: "Sessions and waiting jobs of the last hour written before the store suite times operators' scans beside a write.")
     var reportRows = 200_000
+    @Option(help: "Expired sessions each purge pass of the store suite deletes while writes go on (a minute's at 2,000 sends/s by default).")
+    var purgeRows = 120_000
     @Option(
         help: "The draining worker's concurrency and prefetch (workers.sms.concurrency and prefetch; deploy/config/herald-worker.yaml ships 192).")
     var workerConcurrency = BenchStack.deployInFlight

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import HeraldTesting
+import Synchronization
 
 extension HeraldBenchCommand {
     /// (r) What an operator's scan or housekeeping's purge costs the sends beside it: `reportRows`
@@ -44,24 +45,23 @@ extension HeraldBenchCommand {
                     format: "(r) [%@] %@: %@ ms; a write issued during it took %@ ms", kind.rawValue, label, Self.medianRange(scans),
                     Self.medianRange(writes)))
         }
-        // Housekeeping's purge of expired sessions, once a minute: a minute's sends at 500/s.
-        let expired = 30_000
-        let (purges, purgeWrites) = try await Self.besideOneWrite(
-            store, rounds: 3,
-            prepare: {
-                try await Self.inLanes(expired) { index in
-                    try await store.insertSession(Self.reportSession(index: index, at: now.addingTimeInterval(-90_000), jobID: UUID()))
-                }
-            },
-            {
-                guard try await store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400)) == expired else {
+        // Housekeeping's purge of expired sessions: one statement of each size, then whole passes.
+        let expiredAt = now.addingTimeInterval(-90_000)
+        try await Self.inLanes(5 * 500 + 5 * Self.sessionChunk) { index in
+            try await store.insertSession(Self.reportSession(index: index, at: expiredAt, jobID: UUID()))
+        }
+        for chunk in [Self.sessionChunk, 500] {
+            let (statements, writes) = try await Self.besideOneWrite(store, rounds: 5, prepare: {}) {
+                guard try await store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400), limit: chunk) == chunk else {
                     throw TestFailure("the purge missed expired sessions")
                 }
-            })
-        print(
-            String(
-                format: "(r) [%@] purge of %d expired sessions (a minute's at 500 sends/s): %@ ms; a write issued during it took %@ ms",
-                kind.rawValue, expired, Self.medianRange(purges), Self.medianRange(purgeWrites)))
+            }
+            print(
+                String(
+                    format: "(r) [%@] one purge statement of %d expired sessions: %@ ms; a write issued during it took %@ ms", kind.rawValue,
+                    chunk, Self.medianRange(statements), Self.medianRange(writes)))
+        }
+        try await purgePasses(store, kind: kind, now: now)
         // The ledger's purge: one statement of `ledgerChunk` rows past the retention, as housekeeping runs them.
         try await Self.inLanes(5 * Self.ledgerChunk) { index in
             try await store.recordPending(
@@ -78,8 +78,101 @@ extension HeraldBenchCommand {
                 kind.rawValue, Self.ledgerChunk, Self.medianRange(chunks), Self.medianRange(ledgerWrites)))
     }
 
-    /// Rows per ledger purge statement, as herald-api's housekeeping deletes them.
-    static let ledgerChunk = PurgePacing().chunk
+    /// Rows per purge statement, as herald-api's housekeeping deletes them.
+    static let ledgerChunk = PurgePacing.ledger.chunk
+    static let sessionChunk = PurgePacing.sessions.chunk
+
+    /// A minute's expired sessions at `purgeRows / 60` sends a second, purged while sessions are written
+    /// at 500/s, each on its own (open loop, every 2 ms): their answer times during the pass, with
+    /// housekeeping's paced statements and with 500-row statements back to back (the purge until
+    /// 2026-11-28), against the same writes with no purge. Three rounds of each, alternating.
+    func purgePasses(_ store: SQLStore, kind: TestStore, now: Date) async throws {
+        let rows = max(1, purgeRows)
+        let cutoff = now.addingTimeInterval(-86_400)
+        let paced = PurgePacing(chunk: Self.sessionChunk, budget: .seconds(600))
+        let ways: [(String, @Sendable () async throws -> Int)] = [
+            (
+                "no purge",
+                {
+                    try await Task.sleep(for: .seconds(2))
+                    return 0
+                }
+            ),
+            (
+                "paced, \(Self.sessionChunk) per statement",
+                {
+                    try await paced.pass(
+                        delete: { try await store.purgeSessions(expiredBefore: cutoff, limit: $0) }, pause: { try? await Task.sleep(for: $0) }
+                    ).deleted
+                }
+            ),
+
+            (
+                "back to back, 500 per statement",
+                {
+                    var deleted = 0
+                    while true {
+                        let removed = try await store.purgeSessions(expiredBefore: cutoff, limit: 500)
+                        deleted += removed
+                        if removed < 500 { return deleted }
+                    }
+                }
+            ),
+        ]
+        var passes: [String: [Double]] = [:]
+        var waits: [String: [Double]] = [:]
+        for _ in 0..<3 {
+            for (label, purge) in ways {
+                if label != "no purge" {
+                    try await Self.inLanes(rows) { index in
+                        try await store.insertSession(Self.reportSession(index: index, at: now.addingTimeInterval(-90_000), jobID: UUID()))
+                    }
+                }
+                let (took, deleted, writes) = try await Self.writesDuring(store, purge)
+                guard label == "no purge" || deleted == rows else { throw TestFailure("the pass deleted \(deleted) of \(rows) sessions") }
+                passes[label, default: []].append(took)
+                waits[label, default: []] += writes
+            }
+        }
+        for (label, _) in ways {
+            let times = waits[label] ?? []
+            print(
+                String(
+                    format:
+                        "(r) [%@] writes at 500/s during a purge of %d expired sessions, %@: pass %@ ms; writes p50 %.2f, p99 %.2f, max %.1f ms (%d)",
+                    kind.rawValue, rows, label, Self.medianRange(passes[label] ?? []), Self.percentile(times, 0.5), Self.percentile(times, 0.99),
+                    times.max() ?? .nan, times.count))
+        }
+    }
+
+    /// Runs `purge` while writing one session every 2 ms, each write on its own; returns the purge's
+    /// milliseconds, what it returned, and each write's milliseconds.
+    static func writesDuring(_ store: SQLStore, _ purge: @escaping @Sendable () async throws -> Int) async throws -> (Double, Int, [Double]) {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let done = Mutex<Bool>(false)
+        let purging = Task {
+            defer { done.withLock { $0 = true } }
+            return try await purge()
+        }
+        let writes = try await withThrowingTaskGroup(of: Double.self) { group in
+            var tick = 0
+            while done.withLock({ $0 }) == false {
+                tick += 1
+                try await clock.sleep(until: started + .milliseconds(2 * tick))
+                group.addTask {
+                    let issued = clock.now
+                    try await store.insertSession(reportSession(index: 0, at: Date(), jobID: UUID()))
+                    return (clock.now - issued).seconds * 1000
+                }
+            }
+            var all: [Double] = []
+            for try await write in group { all.append(write) }
+            return all
+        }
+        let count = try await purging.value
+        return ((clock.now - started).seconds * 1000, count, writes)
+    }
 
     /// Runs `body` for `0..<count` on 64 concurrent lanes (so that SQLite's writer commits them in batches).
     static func inLanes(_ count: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {

@@ -1,7 +1,7 @@
 import HeraldCore
 import Testing
 
-/// The ledger purge's pacing, without a store: when to pause, for how long, and when a pass ends.
+/// Housekeeping's purge pacing, without a store: when to pause, for how long, and when a pass ends.
 @Suite("Purge pacing")
 struct PurgePacingTests {
     let pacing = PurgePacing(chunk: 1_000, budget: .seconds(50))
@@ -29,7 +29,45 @@ struct PurgePacingTests {
 
     @Test("a chunk is at least one row")
     func chunkAtLeastOne() {
-        #expect(PurgePacing(chunk: 0).chunk == 1)
-        #expect(PurgePacing(chunk: 0).next(removed: 1, took: .zero, elapsed: .zero) == .pause(.zero))
+        #expect(PurgePacing(chunk: 0, budget: .seconds(1)).chunk == 1)
+        #expect(PurgePacing(chunk: 0, budget: .seconds(1)).next(removed: 1, took: .zero, elapsed: .zero) == .pause(.zero))
+    }
+
+    @Test("a pass carries out the steps: full statements, each followed by its pause, until a short one")
+    func passRuns() async throws {
+        var left = 25
+        var asked: [Int] = []
+        var pauses = 0
+        let pass = try await PurgePacing(chunk: 10, budget: .seconds(60)).pass(
+            delete: { limit in
+                asked.append(limit)
+                let removed = min(limit, left)
+                left -= removed
+                return removed
+            },
+            pause: { _ in pauses += 1 })
+        #expect(pass == PurgePacing.Pass(deleted: 25, behind: false))
+        #expect(asked == [10, 10, 10])
+        #expect(pauses == 2)
+    }
+
+    @Test("a pass past its budget is behind; a stopped pass is not, and deletes nothing more")
+    func passEnds() async throws {
+        let spent = try await PurgePacing(chunk: 10, budget: .zero).pass(delete: { $0 }, pause: { _ in Issue.record("no pause past the budget") })
+        #expect(spent == PurgePacing.Pass(deleted: 10, behind: true))
+        var statements = 0
+        let stopped = try await PurgePacing(chunk: 10, budget: .seconds(60)).pass(
+            delete: { limit in
+                statements += 1
+                return limit
+            }, pause: { _ in }, stopping: { statements == 2 })
+        #expect(stopped == PurgePacing.Pass(deleted: 20, behind: false))
+    }
+}
+
+extension PurgePacingTests {
+    @Test("housekeeping's budgets leave a pass within the minute: sessions, ledger and three small purges add up to at most 50 s")
+    func budgetsFitTheMinute() {
+        #expect(PurgePacing.sessions.budget + PurgePacing.ledger.budget + PurgePacing.smallRows.budget * 3 <= .seconds(50))
     }
 }

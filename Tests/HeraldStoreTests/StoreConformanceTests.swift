@@ -97,28 +97,32 @@ struct StoreConformanceTests {
             let fresh = session()
             try await store.insertSession(old)
             try await store.insertSession(fresh)
-            #expect(try await store.purgeSessions(expiredBefore: Date()) == 1)
+            #expect(try await store.purgeSessions(expiredBefore: Date(), limit: 100) == 1)
             #expect(try await store.reserveCheckAttempt(sessionID: old.id) == nil)
             #expect(try await store.reserveCheckAttempt(sessionID: fresh.id) != nil)
         }
     }
 
-    @Test("a purge of more expired sessions than one chunk deletes them all and only them", arguments: [StoreKind.sqlite, .postgres])
+    @Test(
+        "a purge statement deletes at most its limit of expired sessions, the longest expired first, and no fresh one", arguments: StoreKind.allCases)
     func purgeInChunks(_ kind: StoreKind) async throws {
-        let fixture = try StoreFixture(kind)
-        let store = try await fixture.openSQL()
-        // Two chunks and a part, expiring in order, with fresh sessions among them.
-        let expired = (0..<(2 * SQLStore.expiredChunk + 7)).map { session(expiresIn: -10 - Double($0) / 100) }
-        let fresh = (0..<20).map { _ in session() }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for item in expired + fresh { group.addTask { try await store.insertSession(item) } }
-            try await group.waitForAll()
+        try await StoreFixture.with(kind) { _, store in
+            // 25 expired a second apart (the first expired longest ago), with fresh sessions among them.
+            let expired = (0..<25).map { session(expiresIn: -100 + Double($0)) }
+            let fresh = (0..<5).map { _ in session() }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for item in expired + fresh { group.addTask { try await store.insertSession(item) } }
+                try await group.waitForAll()
+            }
+            #expect(try await store.purgeSessions(expiredBefore: Date(), limit: 10) == 10)
+            for item in expired.prefix(10) { #expect(try await store.reserveCheckAttempt(sessionID: item.id) == nil) }
+            for item in expired.dropFirst(10) + fresh { #expect(try await store.reserveCheckAttempt(sessionID: item.id) != nil) }
+            #expect(try await store.purgeSessions(expiredBefore: Date(), limit: 10) == 10)
+            #expect(try await store.purgeSessions(expiredBefore: Date(), limit: 10) == 5)
+            #expect(try await store.purgeSessions(expiredBefore: Date(), limit: 10) == 0)
+            for item in expired { #expect(try await store.reserveCheckAttempt(sessionID: item.id) == nil) }
+            for item in fresh { #expect(try await store.reserveCheckAttempt(sessionID: item.id) != nil) }
         }
-        #expect(try await store.purgeSessions(expiredBefore: Date()) == expired.count)
-        let left = try await store.read { try $0.query("SELECT count(*) FROM verification_sessions").first?.first?.int }
-        #expect(left == Int64(fresh.count))
-        for item in fresh { #expect(try await store.reserveCheckAttempt(sessionID: item.id) != nil) }
-        await fixture.tearDown(store)
     }
 
     @Test(
@@ -343,7 +347,7 @@ struct StoreConformanceTests {
             }
             #expect(spent.filter { $0 }.count == 1)
             #expect(try await store.spendCredential(hash: "h2", projectID: "p", expiresAt: expiry.addingTimeInterval(600)))
-            #expect(try await store.purgeCredentials(expiredBefore: expiry.addingTimeInterval(1)) == 1)
+            #expect(try await store.purgeCredentials(expiredBefore: expiry.addingTimeInterval(1), limit: 10) == 1)
             #expect(try await store.spendCredential(hash: "h1", projectID: "p", expiresAt: expiry), "purged: the expiry check refuses it now")
             #expect(try await store.spendCredential(hash: "h2", projectID: "p", expiresAt: expiry) == false)
         }
@@ -413,7 +417,7 @@ struct StoreConformanceTests {
             }
             #expect(wins == 1)
             #expect(try await store.oobCode(hash: "c1")?.consumedAt == now)
-            #expect(try await store.purgeOobCodes(expiredBefore: now) == 1)
+            #expect(try await store.purgeOobCodes(expiredBefore: now, limit: 10) == 1)
             try await store.deleteOobCode(hash: "c1")
             #expect(try await store.oobCode(hash: "c1") == nil)
             await fixture.tearDown(second)
@@ -502,6 +506,37 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("the purges of receipts, email codes and credentials delete at most their limit, the oldest first", arguments: StoreKind.allCases)
+    func smallPurgesInChunks(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date(timeIntervalSince1970: Double(Int(Date().timeIntervalSince1970)))
+            for index in 0..<3 {
+                let at = now.addingTimeInterval(Double(index - 10))
+                try await store.insertReceipt(
+                    AppReceipt(
+                        receiptHash: "r\(index)", projectID: "p", bundleID: "com.example", secretHash: "s", deviceTokenHash: "d", createdAt: at))
+                try await store.insertOobCode(
+                    OobRecord(
+                        codeHash: "c\(index)", projectID: "p", requestType: "EMAIL_SIGNIN", email: "a@example.com",
+                        createdAt: at.addingTimeInterval(-600),
+                        expiresAt: at))
+                #expect(try await store.spendCredential(hash: "h\(index)", projectID: "p", expiresAt: at))
+            }
+            #expect(try await store.purgeReceipts(issuedBefore: now, limit: 2) == 2)
+            #expect(try await store.receipt(hash: "r1") == nil)
+            #expect(try await store.receipt(hash: "r2") != nil)
+            #expect(try await store.purgeOobCodes(expiredBefore: now, limit: 2) == 2)
+            #expect(try await store.oobCode(hash: "c1") == nil)
+            #expect(try await store.oobCode(hash: "c2") != nil)
+            #expect(try await store.purgeCredentials(expiredBefore: now, limit: 2) == 2)
+            // Still recorded as spent: a second spend is refused.
+            #expect(try await store.spendCredential(hash: "h2", projectID: "p", expiresAt: now.addingTimeInterval(60)) == false)
+            #expect(try await store.purgeReceipts(issuedBefore: now, limit: 2) == 1)
+            #expect(try await store.purgeOobCodes(expiredBefore: now, limit: 2) == 1)
+            #expect(try await store.purgeCredentials(expiredBefore: now, limit: 2) == 1)
+        }
+    }
+
     @Test("app receipts and refused device tokens are kept by hash", arguments: StoreKind.allCases)
     func appVerification(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
@@ -509,8 +544,8 @@ struct StoreConformanceTests {
             let receipt = AppReceipt(receiptHash: "r", projectID: "p", bundleID: "com.example", secretHash: "s", deviceTokenHash: "d", createdAt: now)
             try await store.insertReceipt(receipt)
             #expect(try await store.receipt(hash: "r") == receipt)
-            #expect(try await store.purgeReceipts(issuedBefore: now) == 0)
-            #expect(try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(1)) == 1)
+            #expect(try await store.purgeReceipts(issuedBefore: now, limit: 10) == 0)
+            #expect(try await store.purgeReceipts(issuedBefore: now.addingTimeInterval(1), limit: 10) == 1)
             #expect(try await store.receipt(hash: "r") == nil)
             try await store.markDeviceTokenInvalid(hash: "d", reason: "BadDeviceToken", since: now)
             try await store.markDeviceTokenInvalid(hash: "d", reason: "Unregistered", since: now)

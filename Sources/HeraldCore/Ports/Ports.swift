@@ -210,8 +210,9 @@ public protocol VerificationStore: Sendable {
     /// resend leaves older codes valid until one of them signs in); false when the session was consumed
     /// or closed first.
     func consumeSession(id: String, at: Date) async throws -> Bool
-    /// Deletes sessions that expired before `date`; returns how many.
-    func purgeSessions(expiredBefore date: Date) async throws -> Int
+    /// Deletes at most `limit` sessions that expired before `date`, the longest expired first, in one
+    /// statement (housekeeping paces these, `PurgePacing`); returns how many.
+    func purgeSessions(expiredBefore date: Date, limit: Int) async throws -> Int
     /// The newest unconsumed sign-in session for a number (reentrant sends).
     func latestOpenSession(projectID: String, phoneNumber: String) async throws -> VerificationSession?
     /// Open phone sessions of a project (devMode `verificationCodes`).
@@ -265,8 +266,9 @@ public protocol OobCodeStore: Sendable {
     func consumeOobCode(hash: String, at date: Date) async throws -> Bool
     /// Unused, unexpired codes of a project (devMode `oobCodes`).
     func openOobCodes(projectID: String, now: Date) async throws -> [OobRecord]
-    /// Deletes codes that expired before `date`; returns how many.
-    func purgeOobCodes(expiredBefore date: Date) async throws -> Int
+    /// Deletes at most `limit` codes that expired before `date`, the longest expired first, in one
+    /// statement; returns how many.
+    func purgeOobCodes(expiredBefore date: Date, limit: Int) async throws -> Int
 }
 
 /// The delivery ledger: one row per job id, the idempotency record that keeps redelivered jobs
@@ -400,8 +402,9 @@ public struct SnapshotHolder: Sendable, Equatable {
 public protocol CredentialReplayStore: Sendable {
     /// Records the credential as used; false when it was used before.
     func spendCredential(hash: String, projectID: String, expiresAt: Date) async throws -> Bool
-    /// Forgets credentials that expired before `date` (a replay of those fails on expiry); returns how many.
-    func purgeCredentials(expiredBefore date: Date) async throws -> Int
+    /// Forgets at most `limit` credentials that expired before `date` (a replay of those fails on
+    /// expiry), the longest expired first, in one statement; returns how many.
+    func purgeCredentials(expiredBefore date: Date, limit: Int) async throws -> Int
 }
 
 /// Shared rate-limit state: one GCRA timestamp per key, prefix velocity and blocks. Every API and
@@ -443,8 +446,9 @@ public protocol AppVerificationStore: Sendable {
     func insertReceipt(_ receipt: AppReceipt) async throws
     func receipt(hash: String) async throws -> AppReceipt?
     func deleteReceipt(hash: String) async throws
-    /// Deletes receipts issued before `date`; returns how many.
-    func purgeReceipts(issuedBefore date: Date) async throws -> Int
+    /// Deletes at most `limit` receipts issued before `date`, the oldest first, in one statement;
+    /// returns how many.
+    func purgeReceipts(issuedBefore date: Date, limit: Int) async throws -> Int
     /// Remembers that APNs refused a token for good (410 Unregistered, BadDeviceToken …).
     func markDeviceTokenInvalid(hash: String, reason: String, since: Date) async throws
     /// Why a token was refused, if it was.

@@ -6,15 +6,16 @@ import Testing
 
 @testable import HeraldAPI
 
-/// herald-api's housekeeping deletes ledger rows unchanged for `ledger.retention`, in chunks, paced.
-@Suite("Ledger purge")
-struct LedgerPurgeTests {
-    @Test("rows past the retention go, in chunks of 1,000 until none is left; younger ones stay")
+/// herald-api's housekeeping deletes ledger rows unchanged for `ledger.retention`, and expired sessions,
+/// email codes, receipts and credentials, in chunks, paced.
+@Suite("Housekeeping purges")
+struct HousekeepingPurgeTests {
+    @Test("rows past the retention go, in chunks until none is left; younger ones stay")
     func purge() async throws {
         let store = MemoryStore()
         let now = Date()
         let old = now.addingTimeInterval(-31 * 86_400)
-        for _ in 0..<2_500 {
+        for _ in 0..<750 {
             try await store.recordPending(jobID: UUID(), projectID: "p", type: .sms, destination: "+15555550100", now: old)
         }
         let recent = UUID()
@@ -54,7 +55,7 @@ struct LedgerPurgeTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var maintenance = StoreMaintenance(
             store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
-        maintenance.pacing = PurgePacing(chunk: 10, budget: .seconds(600))
+        maintenance.pacing.ledger = PurgePacing(chunk: 10, budget: .seconds(600))
         try await maintenance.purgeLedger(now: now)
         #expect(try await store.messages(MessageQuery(pageSize: 10)).messages.isEmpty)
         await store.close()
@@ -67,11 +68,49 @@ struct LedgerPurgeTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var maintenance = StoreMaintenance(
             store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
-        maintenance.pacing = PurgePacing(chunk: 10, budget: .zero)
+        maintenance.pacing.ledger = PurgePacing(chunk: 10, budget: .zero)
         try await maintenance.purgeLedger(now: now)
         #expect(try await store.messages(MessageQuery(pageSize: 50)).messages.count == 20)
         try await maintenance.purgeLedger(now: now)
         #expect(try await store.messages(MessageQuery(pageSize: 50)).messages.count == 10)
         await store.close()
+    }
+
+    @Test("a pass deletes every kind of row past its time, in chunks, and nothing younger")
+    func everyPurge() async throws {
+        let store = MemoryStore()
+        let now = Date()
+        let dayAndMore = now.addingTimeInterval(-86_400 - 60)
+        let young = now.addingTimeInterval(-3_600)
+        for (index, at) in ([dayAndMore, dayAndMore, dayAndMore, young]).enumerated() {
+            try await store.insertSession(
+                VerificationSession(
+                    id: "s\(index)", projectID: "p", phoneNumber: "+15555550100", codeHash: Data([1]), createdAt: at.addingTimeInterval(-300),
+                    expiresAt: at, maxAttempts: 3, jobID: nil))
+            try await store.insertReceipt(
+                AppReceipt(receiptHash: "r\(index)", projectID: "p", bundleID: "b", secretHash: "s", deviceTokenHash: "d", createdAt: at))
+            try await store.insertOobCode(
+                OobRecord(
+                    codeHash: "c\(index)", projectID: "p", requestType: "EMAIL_SIGNIN", email: "a@example.com",
+                    createdAt: at.addingTimeInterval(-600),
+                    expiresAt: at))
+            _ = try await store.spendCredential(hash: "h\(index)", projectID: "p", expiresAt: at == young ? now.addingTimeInterval(60) : at)
+        }
+        var maintenance = StoreMaintenance(
+            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
+        maintenance.pacing.sessions = PurgePacing(chunk: 2, budget: .seconds(600))
+        maintenance.pacing.others = PurgePacing(chunk: 2, budget: .seconds(600))
+        try await maintenance.purges(now: now)
+        for index in 0..<3 {
+            #expect(try await store.reserveCheckAttempt(sessionID: "s\(index)") == nil)
+            #expect(try await store.receipt(hash: "r\(index)") == nil)
+            #expect(try await store.oobCode(hash: "c\(index)") == nil)
+            // Forgotten: spending it again is allowed (its expiry check refuses the token itself).
+            #expect(try await store.spendCredential(hash: "h\(index)", projectID: "p", expiresAt: now.addingTimeInterval(60)))
+        }
+        #expect(try await store.reserveCheckAttempt(sessionID: "s3") != nil)
+        #expect(try await store.receipt(hash: "r3") != nil)
+        #expect(try await store.oobCode(hash: "c3") != nil)
+        #expect(try await store.spendCredential(hash: "h3", projectID: "p", expiresAt: now.addingTimeInterval(60)) == false)
     }
 }

@@ -1,0 +1,99 @@
+import Foundation
+import HeraldCore
+import Logging
+import Metrics
+import ServiceLifecycle
+
+/// Housekeeping on the shared store, once a minute: deletes sessions a day after they expired (until
+/// then they answer SESSION_EXPIRED, not INVALID_SESSION_INFO), email codes and app receipts a day
+/// old, spent credentials once they expire, rate-limit keys whose time has passed and ledger rows
+/// unchanged for `ledger.retention`; publishes the last hour's verified÷sent ratio per country (a
+/// collapse of that ratio is the signature of SMS pumping) and how long the oldest snapshot on the
+/// store's database has been held (`StoreHealth`).
+///
+/// Every delete but the limit keys' goes through `PurgePacing`: statements of a few hundred rows, each
+/// followed by a pause as long as it took, so a send waits at most for one statement and a purge takes
+/// at most about half of SQLite's writer, however many rows a busy minute left behind.
+struct StoreMaintenance: Service {
+    let store:
+        any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
+            & StoreHealth
+    let retention: Duration
+    let logger: Logger
+
+    /// How long after its creation a session's conversion can still change: the longest code life of
+    /// any project, plus a minute for late commits and other hosts' clocks (`ConversionWindow`).
+    let conversionSettle: Duration
+    static func conversionSettle(_ configuration: HeraldConfiguration) -> Duration {
+        (configuration.projects.map(\.phone.codeTTL).max() ?? .zero) + .seconds(60)
+    }
+
+    /// How each purge paces its statements (`PurgePacing.sessions` and the others say why these).
+    struct Pacing: Sendable {
+        var sessions = PurgePacing.sessions
+        var ledger = PurgePacing.ledger
+        var others = PurgePacing.smallRows
+    }
+    var pacing = Pacing()
+    let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
+
+    func run() async throws {
+        var conversion = ConversionWindow(settle: conversionSettle)
+        while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
+            do {
+                let now = Date()
+                try await purges(now: now)
+                let scanned = Date()
+                conversion.take(try await store.conversion(since: conversion.scanStart(now: scanned)), now: scanned)
+                for entry in conversion.totals() {
+                    let dimensions = [("country", entry.region)]
+                    Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)
+                    Gauge(label: "herald_sms_verified_last_hour", dimensions: dimensions).record(entry.verified)
+                    Gauge(label: "herald_sms_conversion_ratio", dimensions: dimensions)
+                        .record(entry.sent == 0 ? 0 : Double(entry.verified) / Double(entry.sent))
+                }
+                // A snapshot held for minutes slows every admission on PostgreSQL (`StoreHealth`); the
+                // alert HeraldStoreSnapshotHeld watches this.
+                snapshotAge.record(try await store.oldestSnapshot()?.seconds ?? 0)
+            } catch {
+                logger.warning("store maintenance failed", metadata: ["error": .string("\(error)")])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
+        }
+    }
+
+    /// One pass of every purge, as of `now`.
+    func purges(now: Date) async throws {
+        let dayAgo = now.addingTimeInterval(-86_400)
+        try await purge("sessions", pacing.sessions) { try await store.purgeSessions(expiredBefore: dayAgo, limit: $0) }
+        // The limit keys are walked by key, 2,000 at a time, each walk under a millisecond: nothing to pace.
+        _ = try await store.purgeRates(before: now.microsecondsSince1970)
+        try await purge("app_receipts", pacing.others) { try await store.purgeReceipts(issuedBefore: dayAgo, limit: $0) }
+        try await purge("oob_codes", pacing.others) { try await store.purgeOobCodes(expiredBefore: dayAgo, limit: $0) }
+        try await purge("credentials", pacing.others) { try await store.purgeCredentials(expiredBefore: now, limit: $0) }
+        try await purgeLedger(now: now)
+    }
+
+    /// Deletes ledger rows past the retention.
+    func purgeLedger(now: Date) async throws {
+        let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
+        try await purge("ledger", pacing.ledger) { try await store.purgeMessages(updatedBefore: cutoff, limit: $0) }
+    }
+
+    /// One paced pass of `delete` (at most its argument's rows per statement): counts what it deleted
+    /// and says when rows remain after the pass's budget (the purge is behind what the store gains).
+    func purge(_ rows: String, _ pacing: PurgePacing, _ delete: (Int) async throws -> Int) async throws {
+        let clock = ContinuousClock()
+        let began = clock.now
+        let pass = try await pacing.pass(
+            delete: delete,
+            pause: { wait in try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) } },
+            stopping: { Task.isShuttingDownGracefully || Task.isCancelled })
+        if pass.deleted > 0 { Counter(label: "herald_store_purged_total", dimensions: [("rows", rows)]).increment(by: pass.deleted) }
+        if pass.behind {
+            logger.notice(
+                "purge behind: rows remain after this pass; the next goes on",
+                metadata: ["rows": .string(rows), "deleted": .stringConvertible(pass.deleted), "pass": .string("\(began.duration(to: clock.now))")])
+        }
+    }
+}
