@@ -40,6 +40,9 @@ struct StoreMaintenance: Service {
     func run() async throws {
         var conversion = ConversionWindow(settle: conversionSettle)
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
+            // Passes start a minute apart, or at once after one that took longer (a pass behind takes up
+            // to its budgets): a long pass does not also push the next, and the gauges, a minute away.
+            let next = ContinuousClock.now + .seconds(60)
             do {
                 let now = Date()
                 try await purges(now: now)
@@ -58,7 +61,7 @@ struct StoreMaintenance: Service {
             } catch {
                 logger.warning("store maintenance failed", metadata: ["error": .string("\(error)")])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(until: next, clock: .continuous) }
         }
     }
 
