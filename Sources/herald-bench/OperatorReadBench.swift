@@ -62,6 +62,7 @@ extension HeraldBenchCommand {
                     chunk, Self.medianRange(statements), Self.medianRange(writes)))
         }
         try await purgePasses(store, kind: kind, now: now)
+        try await purgeCPU(store, kind: kind, now: now)
         // The ledger's purge: one statement of `ledgerChunk` rows past the retention, as housekeeping runs them.
         try await Self.inLanes(5 * Self.ledgerChunk) { index in
             try await store.recordPending(
@@ -142,6 +143,51 @@ extension HeraldBenchCommand {
                         "(r) [%@] writes at 500/s during a purge of %d expired sessions, %@: pass %@ ms; writes p50 %.2f, p99 %.2f, max %.1f ms (%d)",
                     kind.rawValue, rows, label, Self.medianRange(passes[label] ?? []), Self.percentile(times, 0.5), Self.percentile(times, 0.99),
                     times.max() ?? .nan, times.count))
+        }
+    }
+
+    /// What deleting a row costs the process that deletes it (herald-api's housekeeping on SQLite): each
+    /// round writes `purgeRows` expired sessions or ledger rows past the retention, then deletes them in
+    /// housekeeping's statements with nothing beside, timing this process's CPU (statements, commits,
+    /// the checkpointer's copies). Every send leaves one of each, deleted a day and `ledger.retention`
+    /// later: the send's cost in steady state includes these.
+    func purgeCPU(_ store: SQLStore, kind: TestStore, now: Date) async throws {
+        let rows = max(1, purgeRows)
+        let retention = now.addingTimeInterval(-30 * 86_400)
+        let purges: [(String, PurgePacing, @Sendable (Int) async throws -> Void, @Sendable (Int) async throws -> Int)] = [
+            (
+                "expired session", .sessions,
+                { try await store.insertSession(Self.reportSession(index: $0, at: now.addingTimeInterval(-90_000), jobID: UUID())) },
+                { try await store.purgeSessions(expiredBefore: now.addingTimeInterval(-86_400), limit: $0) }
+            ),
+            (
+                "ledger row", .ledger,
+                {
+                    try await store.recordPending(
+                        jobID: UUID(), projectID: "bench", type: .sms, destination: "+1555\(6_000_000 + $0)", producer: nil,
+                        now: retention.addingTimeInterval(-86_400))
+                },
+                { try await store.purgeMessages(updatedBefore: retention, limit: $0) }
+            ),
+        ]
+        for (label, pacing, write, delete) in purges {
+            var perRow: [Double] = []
+            for _ in 0..<3 {
+                try await Self.inLanes(rows, write)
+                let before = cpuSeconds(getpid())
+                var deleted = 0
+                while true {
+                    let removed = try await delete(pacing.chunk)
+                    deleted += removed
+                    if removed < pacing.chunk { break }
+                }
+                guard deleted == rows else { throw TestFailure("the purge deleted \(deleted) of \(rows) rows") }
+                perRow.append((cpuSeconds(getpid()) - before) * 1e6 / Double(rows))
+            }
+            print(
+                String(
+                    format: "(r) [%@] CPU to delete one %@ (%d per statement, %d rows, nothing beside): %@ µs", kind.rawValue, label,
+                    pacing.chunk, rows, Self.medianRange(perRow)))
         }
     }
 
