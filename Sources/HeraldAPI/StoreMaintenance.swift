@@ -32,7 +32,7 @@ struct StoreMaintenance: Service {
     struct Pacing: Sendable {
         var sessions = PurgePacing.sessions
         var ledger = PurgePacing.ledger
-        var others = PurgePacing.smallRows
+        var smallRows = PurgePacing.smallRows
     }
     var pacing = Pacing()
     let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
@@ -71,9 +71,9 @@ struct StoreMaintenance: Service {
         try await purge("sessions", pacing.sessions) { try await store.purgeSessions(expiredBefore: dayAgo, limit: $0) }
         // The limit keys are walked by key, 2,000 at a time, each walk under a millisecond: nothing to pace.
         _ = try await store.purgeRates(before: now.microsecondsSince1970)
-        try await purge("app_receipts", pacing.others) { try await store.purgeReceipts(issuedBefore: dayAgo, limit: $0) }
-        try await purge("oob_codes", pacing.others) { try await store.purgeOobCodes(expiredBefore: dayAgo, limit: $0) }
-        try await purge("credentials", pacing.others) { try await store.purgeCredentials(expiredBefore: now, limit: $0) }
+        try await purge("app_receipts", pacing.smallRows) { try await store.purgeReceipts(issuedBefore: dayAgo, limit: $0) }
+        try await purge("oob_codes", pacing.smallRows) { try await store.purgeOobCodes(expiredBefore: dayAgo, limit: $0) }
+        try await purge("credentials", pacing.smallRows) { try await store.purgeCredentials(expiredBefore: now, limit: $0) }
         try await purgeLedger(now: now)
     }
 

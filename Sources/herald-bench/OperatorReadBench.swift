@@ -107,7 +107,6 @@ extension HeraldBenchCommand {
                     ).deleted
                 }
             ),
-
             (
                 "back to back, 500 per statement",
                 {

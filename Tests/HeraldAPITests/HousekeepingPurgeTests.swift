@@ -99,7 +99,7 @@ struct HousekeepingPurgeTests {
         var maintenance = StoreMaintenance(
             store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
         maintenance.pacing.sessions = PurgePacing(chunk: 2, budget: .seconds(600))
-        maintenance.pacing.others = PurgePacing(chunk: 2, budget: .seconds(600))
+        maintenance.pacing.smallRows = PurgePacing(chunk: 2, budget: .seconds(600))
         try await maintenance.purges(now: now)
         for index in 0..<3 {
             #expect(try await store.reserveCheckAttempt(sessionID: "s\(index)") == nil)
