@@ -80,10 +80,15 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
+    /// The keys of at most `limit` of `rows` whose time is before `cutoff`, the oldest first: what one
+    /// purge statement of the SQL stores deletes.
+    static func oldest<Row, Key>(_ rows: some Sequence<Row>, before cutoff: Date, limit: Int, time: (Row) -> Date, key: (Row) -> Key) -> [Key] {
+        rows.filter { time($0) < cutoff }.sorted { time($0) < time($1) }.prefix(max(1, limit)).map(key)
+    }
+
     public func purgeSessions(expiredBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let expired = state.sessions.values.filter { $0.expiresAt < date.keptToMilliseconds }.sorted { $0.expiresAt < $1.expiresAt }
-                .prefix(max(1, limit)).map(\.id)
+            let expired = Self.oldest(state.sessions.values, before: date.keptToMilliseconds, limit: limit, time: \.expiresAt, key: \.id)
             for id in expired {
                 state.sessions.removeValue(forKey: id)
                 state.verifiedSessions.remove(id)
@@ -240,7 +245,7 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     public func purgeCredentials(expiredBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let expired = state.credentials.filter { $0.value < date }.sorted { $0.value < $1.value }.prefix(max(1, limit)).map(\.key)
+            let expired = Self.oldest(state.credentials, before: date, limit: limit, time: { $0.value }, key: { $0.key })
             for hash in expired { state.credentials.removeValue(forKey: hash) }
             return expired.count
         }
@@ -333,8 +338,7 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     public func purgeOobCodes(expiredBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let expired = state.oobCodes.values.filter { $0.expiresAt < date.keptToMilliseconds }.sorted { $0.expiresAt < $1.expiresAt }
-                .prefix(max(1, limit)).map(\.codeHash)
+            let expired = Self.oldest(state.oobCodes.values, before: date.keptToMilliseconds, limit: limit, time: \.expiresAt, key: \.codeHash)
             for hash in expired { state.oobCodes.removeValue(forKey: hash) }
             return expired.count
         }
@@ -669,8 +673,7 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     public func purgeReceipts(issuedBefore date: Date, limit: Int) async throws -> Int {
         state.withLock { state in
-            let old = state.receipts.values.filter { $0.createdAt < date.keptToMilliseconds }.sorted { $0.createdAt < $1.createdAt }
-                .prefix(max(1, limit)).map(\.receiptHash)
+            let old = Self.oldest(state.receipts.values, before: date.keptToMilliseconds, limit: limit, time: \.createdAt, key: \.receiptHash)
             for hash in old { state.receipts.removeValue(forKey: hash) }
             return old.count
         }

@@ -21,11 +21,15 @@ struct HousekeepingPurgeTests {
         let recent = UUID()
         try await store.recordPending(
             jobID: recent, projectID: "p", type: .sms, destination: "+15555550100", now: now.addingTimeInterval(-29 * 86_400))
-        let maintenance = StoreMaintenance(
-            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
+        let maintenance = housekeeping(store)
         try await maintenance.purgeLedger(now: now)
         let left = try await store.messages(MessageQuery(pageSize: 500)).messages
         #expect(left.map(\.id) == [recent])
+    }
+
+    /// Housekeeping over `store`, with the default 30-day ledger retention.
+    func housekeeping(_ store: any HeraldStoreProtocol) -> StoreMaintenance {
+        StoreMaintenance(store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
     }
 
     /// Rows past the retention in a fresh SQLite store, written concurrently so the writer batches them.
@@ -53,8 +57,7 @@ struct HousekeepingPurgeTests {
         // 61 chunks of 10 and a part: more statements than the 50 a pass used to be allowed.
         let (store, directory) = try await sqliteLedger(old: 615, now: now)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var maintenance = StoreMaintenance(
-            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
+        var maintenance = housekeeping(store)
         maintenance.pacing.ledger = PurgePacing(chunk: 10, budget: .seconds(600))
         try await maintenance.purgeLedger(now: now)
         #expect(try await store.messages(MessageQuery(pageSize: 10)).messages.isEmpty)
@@ -66,8 +69,7 @@ struct HousekeepingPurgeTests {
         let now = Date()
         let (store, directory) = try await sqliteLedger(old: 30, now: now)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var maintenance = StoreMaintenance(
-            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
+        var maintenance = housekeeping(store)
         maintenance.pacing.ledger = PurgePacing(chunk: 10, budget: .zero)
         try await maintenance.purgeLedger(now: now)
         #expect(try await store.messages(MessageQuery(pageSize: 50)).messages.count == 20)
@@ -96,8 +98,7 @@ struct HousekeepingPurgeTests {
                     expiresAt: at))
             _ = try await store.spendCredential(hash: "h\(index)", projectID: "p", expiresAt: at == young ? now.addingTimeInterval(60) : at)
         }
-        var maintenance = StoreMaintenance(
-            store: store, retention: .seconds(30 * 86_400), logger: Logger(label: "test"), conversionSettle: .seconds(360))
+        var maintenance = housekeeping(store)
         maintenance.pacing.sessions = PurgePacing(chunk: 2, budget: .seconds(600))
         maintenance.pacing.smallRows = PurgePacing(chunk: 2, budget: .seconds(600))
         try await maintenance.purges(now: now)
