@@ -11,9 +11,10 @@ import ServiceLifecycle
 /// collapse of that ratio is the signature of SMS pumping) and how long the oldest snapshot on the
 /// store's database has been held (`StoreHealth`).
 ///
-/// Every delete but the limit keys' goes through `PurgePacing`: statements of a few hundred rows, each
-/// followed by a pause as long as it took, so a send waits at most for one statement and a purge takes
-/// at most about half of SQLite's writer, however many rows a busy minute left behind.
+/// Every delete goes through `PurgePacing`: statements of a few hundred rows (a few thousand limit keys
+/// looked at), each followed by a pause as long as it took, so a send waits at most for one statement
+/// and a purge takes at most about half of SQLite's writer, however many rows a busy minute left
+/// behind. The limit keys are swept every ten minutes rather than every pass (`RateKeySweep`).
 struct StoreMaintenance: Service {
     let store:
         any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
@@ -33,19 +34,21 @@ struct StoreMaintenance: Service {
         var sessions = PurgePacing.sessions
         var ledger = PurgePacing.ledger
         var smallRows = PurgePacing.smallRows
+        var rateKeys = PurgePacing.rateKeys
     }
     var pacing = Pacing()
     let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
 
     func run() async throws {
         var conversion = ConversionWindow(settle: conversionSettle)
+        var rateKeys = RateKeySweep.housekeeping
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
             // Passes start a minute apart, or at once after one that took longer (a pass behind takes up
             // to its budgets): a long pass does not also push the next, and the gauges, a minute away.
             let next = ContinuousClock.now + .seconds(60)
             do {
                 let now = Date()
-                try await purges(now: now)
+                try await purges(now: now, rateKeys: &rateKeys)
                 let scanned = Date()
                 conversion.take(try await store.conversion(since: conversion.scanStart(now: scanned)), now: scanned)
                 for entry in conversion.totals() {
@@ -65,12 +68,11 @@ struct StoreMaintenance: Service {
         }
     }
 
-    /// One pass of every purge, as of `now`.
-    func purges(now: Date) async throws {
+    /// One pass of every purge, as of `now`; `rateKeys` carries the limit keys' sweep from pass to pass.
+    func purges(now: Date, rateKeys: inout RateKeySweep) async throws {
         let dayAgo = now.addingTimeInterval(-86_400)
         try await purge("sessions", pacing.sessions) { try await store.purgeSessions(expiredBefore: dayAgo, limit: $0) }
-        // The limit keys are walked by key, 2,000 at a time, each walk under a millisecond: nothing to pace.
-        _ = try await store.purgeRates(before: now.microsecondsSince1970)
+        try await purgeRateKeys(now: now, sweep: &rateKeys)
         try await purge("app_receipts", pacing.smallRows) { try await store.purgeReceipts(issuedBefore: dayAgo, limit: $0) }
         try await purge("oob_codes", pacing.smallRows) { try await store.purgeOobCodes(expiredBefore: dayAgo, limit: $0) }
         try await purge("credentials", pacing.smallRows) { try await store.purgeCredentials(expiredBefore: now, limit: $0) }
@@ -83,20 +85,49 @@ struct StoreMaintenance: Service {
         try await purge("ledger", pacing.ledger) { try await store.purgeMessages(updatedBefore: cutoff, limit: $0) }
     }
 
-    /// One paced pass of `delete` (at most its argument's rows per statement): counts what it deleted
-    /// and says when rows remain after the pass's budget (the purge is behind what the store gains).
+    /// The limit keys' walk when `sweep` has one due or under way: chunks of keys looked at, the passed
+    /// ones deleted. A sweep that outlasts this pass's budget goes on in the next; it is behind only
+    /// once it has run longer than its period.
+    func purgeRateKeys(now: Date, sweep: inout RateKeySweep) async throws {
+        guard sweep.start(now: now) != nil else { return }
+        let before = now.microsecondsSince1970
+        try await paced("rate_keys", pacing.rateKeys, behind: { sweep.overdue(now: Date()) }) { limit in
+            let step = try await store.purgeRates(after: sweep.cursor ?? "", limit: limit, before: before)
+            sweep.walked(step.walked, of: limit, last: step.last)
+            return (step.walked, step.deleted)
+        }
+    }
+
+    /// One paced pass of `delete` (at most its argument's rows per statement).
     func purge(_ rows: String, _ pacing: PurgePacing, _ delete: (Int) async throws -> Int) async throws {
+        try await paced(rows, pacing, behind: { true }) { limit in
+            let deleted = try await delete(limit)
+            return (deleted, deleted)
+        }
+    }
+
+    /// One paced pass of `step`, which works through at most its argument's rows in one statement and
+    /// says how many it went through and deleted: counts what it deleted, and says so when rows remain
+    /// after the pass's budget and `behind` agrees (the purge is behind what the store gains).
+    func paced(
+        _ rows: String, _ pacing: PurgePacing, behind: () -> Bool, _ step: (Int) async throws -> (walked: Int, deleted: Int)
+    ) async throws {
         let clock = ContinuousClock()
         let began = clock.now
+        var deleted = 0
         let pass = try await pacing.pass(
-            delete: delete,
+            delete: { limit in
+                let done = try await step(limit)
+                deleted += done.deleted
+                return done.walked
+            },
             pause: { wait in try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) } },
             stopping: { Task.isShuttingDownGracefully || Task.isCancelled })
-        if pass.deleted > 0 { Counter(label: "herald_store_purged_total", dimensions: [("rows", rows)]).increment(by: pass.deleted) }
-        if pass.behind {
+        if deleted > 0 { Counter(label: "herald_store_purged_total", dimensions: [("rows", rows)]).increment(by: deleted) }
+        if pass.behind, behind() {
             logger.notice(
                 "purge behind: rows remain after this pass; the next goes on",
-                metadata: ["rows": .string(rows), "deleted": .stringConvertible(pass.deleted), "pass": .string("\(began.duration(to: clock.now))")])
+                metadata: ["rows": .string(rows), "deleted": .stringConvertible(deleted), "pass": .string("\(began.duration(to: clock.now))")])
         }
     }
 }

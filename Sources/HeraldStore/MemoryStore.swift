@@ -592,11 +592,12 @@ public final class MemoryStore: HeraldStoreProtocol {
         }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    public func purgeRates(before now: Int64) async throws -> Int {
+    public func purgeRates(after key: String, limit: Int, before now: Int64) async throws -> RateKeyChunk {
         state.withLock { state in
-            let passed = state.rates.filter { $0.value < now }.map(\.key)
+            let walked = state.rates.keys.filter { $0 > key }.sorted().prefix(max(1, limit))
+            let passed = walked.filter { (state.rates[$0] ?? now) < now }
             for key in passed { state.rates.removeValue(forKey: key) }
-            return passed.count
+            return RateKeyChunk(walked: walked.count, deleted: passed.count, last: walked.last)
         }
     }
 

@@ -142,8 +142,8 @@ public enum Migrations {
         // 5: `verified` tells the session that signed in from those its sign-in closed (a resend no
         // longer ends the number's older sessions; the first of them to sign in ends the rest). And no
         // index on rate_limits.tat_us: every send moves six keys' tat, and each move rewrote an entry of
-        // this index too (on PostgreSQL it also ruled out HOT updates); the once-a-minute purge walks
-        // the primary key in chunks instead (`SQLStore.purgeRates`).
+        // this index too (on PostgreSQL it also ruled out HOT updates); housekeeping's purge walks the
+        // primary key in chunks instead (`SQLStore.purgeRates`, `RateKeySweep`).
         """
         DROP INDEX rate_limits_tat;
         ALTER TABLE verification_sessions ADD COLUMN verified INTEGER NOT NULL DEFAULT 0;

@@ -222,32 +222,19 @@ extension SQLStore {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Walks the keys in chunks of `purgeChunk`, one short transaction each, so sends wait at most for
-    /// one chunk (there is no index on `tat_us`: it cost every send more than it saved this purge).
-    public func purgeRates(before now: Int64) async throws -> Int {
-        var after = ""
-        var purged = 0
-        while true {
-            let start = after
-            let (deleted, last) = try await run { db -> (Int, String?) in
-                try db.transaction {
-                    let chunk = "SELECT key FROM rate_limits WHERE key > ?1 ORDER BY key LIMIT \(Self.purgeChunk)"
-                    guard let last = try db.query("SELECT max(key) FROM (\(chunk)) AS chunk", [.text(start)]).first?.first?.string else {
-                        return (0, nil)
-                    }
-                    try db.query(
-                        "DELETE FROM rate_limits WHERE key > ?1 AND key <= ?2 AND tat_us < ?3", [.text(start), .text(last), .integer(now)])
-                    return (db.changes, last)
-                }
+    /// One step of housekeeping's walk, one short transaction: the keys are read by the primary key
+    /// (there is no index on `tat_us`: it cost every send more than it saved this purge).
+    public func purgeRates(after key: String, limit: Int, before now: Int64) async throws -> RateKeyChunk {
+        try await run { db in
+            try db.transaction {
+                let chunk = "SELECT key FROM rate_limits WHERE key > ?1 ORDER BY key LIMIT ?2"
+                let row = try db.query("SELECT count(*), max(key) FROM (\(chunk)) AS chunk", [.text(key), .integer(Int64(max(1, limit)))]).first
+                guard let last = row?[1].string, let walked = row?[0].int, walked > 0 else { return RateKeyChunk(walked: 0, deleted: 0, last: nil) }
+                try db.query("DELETE FROM rate_limits WHERE key > ?1 AND key <= ?2 AND tat_us < ?3", [.text(key), .text(last), .integer(now)])
+                return RateKeyChunk(walked: Int(walked), deleted: db.changes, last: last)
             }
-            purged += deleted
-            guard let last else { return purged }
-            after = last
         }
     }
-
-    /// Keys one purge transaction looks at.
-    static let purgeChunk = 2_000
 
     /// Read, decide in `PrefixVelocity` (pure), write back: one transaction holding the prefix's lock
     /// (the row may not exist yet), so concurrent sends from several processes count every event.

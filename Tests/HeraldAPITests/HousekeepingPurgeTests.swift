@@ -7,7 +7,7 @@ import Testing
 @testable import HeraldAPI
 
 /// herald-api's housekeeping deletes ledger rows unchanged for `ledger.retention`, and expired sessions,
-/// email codes, receipts and credentials, in chunks, paced.
+/// email codes, receipts, credentials and limit keys, in chunks, paced.
 @Suite("Housekeeping purges")
 struct HousekeepingPurgeTests {
     @Test("rows past the retention go, in chunks until none is left; younger ones stay")
@@ -101,7 +101,8 @@ struct HousekeepingPurgeTests {
         var maintenance = housekeeping(store)
         maintenance.pacing.sessions = PurgePacing(chunk: 2, budget: .seconds(600))
         maintenance.pacing.smallRows = PurgePacing(chunk: 2, budget: .seconds(600))
-        try await maintenance.purges(now: now)
+        var sweep = RateKeySweep.housekeeping
+        try await maintenance.purges(now: now, rateKeys: &sweep)
         for index in 0..<3 {
             #expect(try await store.reserveCheckAttempt(sessionID: "s\(index)") == nil)
             #expect(try await store.receipt(hash: "r\(index)") == nil)
@@ -113,5 +114,58 @@ struct HousekeepingPurgeTests {
         #expect(try await store.receipt(hash: "r3") != nil)
         #expect(try await store.oobCode(hash: "c3") != nil)
         #expect(try await store.spendCredential(hash: "h3", projectID: "p", expiresAt: now.addingTimeInterval(60)) == false)
+    }
+
+    /// Writes one key per name under a one-a-minute policy at `at`: its TAT is a second later.
+    func passingKeys(_ names: [String], at: Date, in store: MemoryStore) async throws {
+        let policy = GCRA.Parameters(RatePolicy.parse("60/1m")!)
+        for name in names { _ = try await store.rateDecision(key: "number:p:\(name)|x", parameters: policy, now: at.microsecondsSince1970) }
+    }
+
+    func keyCount(_ name: String, in store: MemoryStore) async throws -> Int {
+        try await store.rateStates(kind: "number", subject: name, project: nil).count
+    }
+
+    @Test("limit keys are swept every ten minutes, not every pass: a key passed since waits for the next sweep")
+    func rateKeysEveryTenMinutes() async throws {
+        let store = MemoryStore()
+        let now = Date()
+        try await passingKeys(["old"], at: now.addingTimeInterval(-120), in: store)
+        _ = try await store.rateDecision(
+            key: "number:p:live|x", parameters: GCRA.Parameters(RatePolicy.parse("1/1d")!), now: now.microsecondsSince1970)
+        let maintenance = housekeeping(store)
+        var sweep = RateKeySweep.housekeeping
+        try await maintenance.purges(now: now, rateKeys: &sweep)
+        #expect(try await keyCount("old", in: store) == 0)
+        try await passingKeys(["new"], at: now, in: store)
+        try await maintenance.purges(now: now.addingTimeInterval(60), rateKeys: &sweep)
+        try await maintenance.purges(now: now.addingTimeInterval(540), rateKeys: &sweep)
+        #expect(try await keyCount("new", in: store) == 1)
+        try await maintenance.purges(now: now.addingTimeInterval(600), rateKeys: &sweep)
+        #expect(try await keyCount("new", in: store) == 0)
+        #expect(try await keyCount("live", in: store) == 1)
+    }
+
+    @Test("a sweep cut off by its budget goes on where it stopped in the next pass, then waits for its period")
+    func rateKeySweepGoesOn() async throws {
+        let store = MemoryStore()
+        let now = Date()
+        let names = ["a", "b", "c", "d", "e"]
+        try await passingKeys(names, at: now.addingTimeInterval(-120), in: store)
+        var maintenance = housekeeping(store)
+        // One statement of two keys a pass.
+        maintenance.pacing.rateKeys = PurgePacing(chunk: 2, budget: .zero)
+        var sweep = RateKeySweep.housekeeping
+        var left: [Int] = []
+        for minute in 0..<4 {
+            if minute == 3 { try await passingKeys(["f"], at: now, in: store) }
+            try await maintenance.purgeRateKeys(now: now.addingTimeInterval(60 * Double(minute)), sweep: &sweep)
+            var count = 0
+            for name in names + ["f"] { count += try await keyCount(name, in: store) }
+            left.append(count)
+        }
+        // 5 → 3 → 1 → 0; the fourth pass, within ten minutes of the sweep's start, walks nothing.
+        #expect(left == [3, 1, 0, 1])
+        #expect(sweep.cursor == nil)
     }
 }

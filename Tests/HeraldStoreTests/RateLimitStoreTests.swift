@@ -194,7 +194,7 @@ struct RateLimitStoreTests {
             let now: Int64 = 1_800_000_000_000_000
             let short = GCRA.Parameters(RatePolicy.parse("60/1m")!)  // tat = now + 1 s
             let long = GCRA.Parameters(RatePolicy.parse("1/1d")!)  // tat = now + 1 d
-            let count = 4_100  // more than two chunks of SQLStore.purgeChunk
+            let count = 4_100  // more than two chunks of the whole walk's 2,000
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<8 {
                     group.addTask {
@@ -212,6 +212,39 @@ struct RateLimitStoreTests {
             #expect(try await store.rateStates(kind: "number", subject: "+15553", project: nil).count == 1)
             #expect(try await store.rateStates(kind: "number", subject: "+15554", project: nil).isEmpty)
             #expect(try await store.purgeRates(before: now + 60_000_000) == 0)
+        }
+    }
+
+    @Test(
+        "one step of the walk looks at the keys after its cursor in key order, at most its limit, and deletes only passed ones",
+        arguments: StoreKind.allCases)
+    func purgeStep(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now: Int64 = 1_800_000_000_000_000
+            let short = GCRA.Parameters(RatePolicy.parse("60/1m")!)  // tat = now + 1 s
+            let long = GCRA.Parameters(RatePolicy.parse("1/1d")!)  // tat = now + 1 d
+            // Written out of order; k0, k2, k4 … pass, k1, k3 … stay.
+            for index in [7, 3, 0, 9, 5, 1, 8, 2, 6, 4] {
+                _ = try await store.rateDecision(key: "number:p:k\(index)|x", parameters: index.isMultiple(of: 2) ? short : long, now: now)
+            }
+            let later = now + 60_000_000
+            let first = try await store.purgeRates(after: "", limit: 4, before: later)
+            #expect(first == RateKeyChunk(walked: 4, deleted: 2, last: "number:p:k3|x"))
+            // Keys the step did not reach stay, passed or not.
+            #expect(try await store.rateStates(kind: "number", subject: "k4", project: nil).count == 1)
+            #expect(try await store.rateStates(kind: "number", subject: "k1", project: nil).count == 1)
+            #expect(try await store.rateStates(kind: "number", subject: "k0", project: nil).isEmpty)
+            let second = try await store.purgeRates(after: "number:p:k3|x", limit: 4, before: later)
+            #expect(second == RateKeyChunk(walked: 4, deleted: 2, last: "number:p:k7|x"))
+            // The last step is short: it reached the end.
+            let third = try await store.purgeRates(after: "number:p:k7|x", limit: 4, before: later)
+            #expect(third == RateKeyChunk(walked: 2, deleted: 1, last: "number:p:k9|x"))
+            #expect(try await store.purgeRates(after: "number:p:k9|x", limit: 4, before: later) == RateKeyChunk(walked: 0, deleted: 0, last: nil))
+            // Nothing passed is left; every live key is.
+            #expect(try await store.purgeRates(before: later) == 0)
+            for index in stride(from: 1, to: 10, by: 2) {
+                #expect(try await store.rateStates(kind: "number", subject: "k\(index)", project: nil).count == 1)
+            }
         }
     }
 

@@ -426,8 +426,10 @@ public protocol RateLimitStore: Sendable {
     func rateStates(kind: String, subject: String, project: String?) async throws -> [(key: String, tat: Int64)]
     /// Forgets those keys; returns how many.
     func resetRates(kind: String, subject: String, project: String?) async throws -> Int
-    /// Deletes keys whose TAT has passed (they allow as much as a missing key).
-    func purgeRates(before now: Int64) async throws -> Int
+    /// One step of housekeeping's walk of the keys (`RateKeySweep`): looks at up to `limit` keys after
+    /// `key` in key order, in one short transaction, and deletes those whose TAT passed before `now`
+    /// (they allow as much as a missing key).
+    func purgeRates(after key: String, limit: Int, before now: Int64) async throws -> RateKeyChunk
     /// Counts a send to `prefix` and, when its velocity trips, blocks it; true when it tripped now.
     func observePrefix(projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) async throws -> Bool
     /// The active block covering `prefix`, if any.
@@ -439,6 +441,37 @@ public protocol RateLimitStore: Sendable {
     /// Per minute and region since `since`, by the sessions' creation: codes sent by SMS and codes
     /// verified (test numbers excluded). `ConversionWindow` keeps the hour from these.
     func conversion(since: Date) async throws -> [ConversionCount]
+}
+
+/// What one step of the limit keys' walk did.
+public struct RateKeyChunk: Sendable, Equatable {
+    /// Keys looked at; fewer than the step's limit when it reached the last key.
+    public var walked: Int
+    /// Of those, the ones deleted.
+    public var deleted: Int
+    /// The last key looked at (where the next step starts); nil when none followed.
+    public var last: String?
+
+    public init(walked: Int, deleted: Int, last: String?) {
+        self.walked = walked
+        self.deleted = deleted
+        self.last = last
+    }
+}
+
+extension RateLimitStore {
+    /// Walks every key now, `chunk` at a time back to back, deleting those whose TAT passed before
+    /// `now`; returns how many. For tools and tests: housekeeping spreads its walks (`RateKeySweep`).
+    public func purgeRates(before now: Int64, chunk: Int = 2_000) async throws -> Int {
+        var after = ""
+        var deleted = 0
+        while true {
+            let step = try await purgeRates(after: after, limit: chunk, before: now)
+            deleted += step.deleted
+            guard step.walked >= chunk, let last = step.last else { return deleted }
+            after = last
+        }
+    }
 }
 
 /// App-verification state: receipts `verifyClient` issued and device tokens APNs rejected.
