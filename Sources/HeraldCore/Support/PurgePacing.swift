@@ -1,10 +1,10 @@
 /// How herald-api's housekeeping works through rows it deletes (expired sessions, email codes, app
 /// receipts, credentials, ledger rows past `ledger.retention`) and the limit keys it looks through for
-/// passed ones (`RateKeySweep`): one statement of `chunk` rows at a
-/// time, so a send waits at most for one; while statements come back full, the next follows after a
-/// pause as long as the last one took, so even a backlog (a retention just shortened, a day's sessions
-/// at thousands a second) takes at most about half of the store's writer. The pass goes on until no
-/// row is left or `budget` is spent, since the minute's other housekeeping waits for it.
+/// passed ones (`RateKeySweep`): one statement of `chunk` rows at a time, so a send waits at most for
+/// one; while statements come back full, the next follows after a pause as long as the last one took,
+/// so even a backlog (a retention just shortened, a day's sessions at thousands a second) takes at
+/// most about half of the store's writer. The pass goes on until no row is left or `budget` is spent,
+/// since the minute's other housekeeping waits for it.
 ///
 /// A fixed number of ledger statements per pass (50 until 2026-11-28) capped that purge at 50,000 rows
 /// a minute, 833 a second: a ledger fed faster than that for a month grew without end. The other
@@ -44,18 +44,17 @@ extension PurgePacing {
     /// Housekeeping's pacing of each purge (`StoreMaintenance`). A statement's rows are sized to take
     /// about 2 ms on SQLite (`herald-bench --suite store`): that is what a send issued during it waits.
     /// The budgets add up to 55 s (sessions, ledger, three small purges and the limit keys), so a pass
-    /// that falls behind everywhere still ends within the minute; the sessions' 15 s cover a minute's expired
-    /// sessions at about 6,000 sends a second (a pass over 120,000 took 4.3–5.1 s on SQLite, with
-    /// writes beside it).
+    /// that falls behind everywhere still ends within the minute; the sessions' 15 s cover a minute's
+    /// expired sessions at about 6,000 sends a second (a pass over 120,000 took 4.3–5.1 s on SQLite,
+    /// with writes beside it).
     public static let sessions = PurgePacing(chunk: 150, budget: .seconds(15))
     public static let ledger = PurgePacing(chunk: 300, budget: .seconds(20))
     /// Email codes, app receipts and spent credentials: small rows, far fewer than sessions.
     public static let smallRows = PurgePacing(chunk: 150, budget: .seconds(5))
-    /// Limit keys looked at per statement (the passed ones among them deleted): 2,000 take about half a
-    /// millisecond on SQLite, and writes beside a paced walk waited less than beside walks of 8,000 a
-    /// statement (p99 1.6–2.0 ms against 3.2–3.4, `herald-bench --suite store`). The budget, 5 s a
-    /// pass, looks through about six million keys; a larger table is swept over several passes
-    /// (`RateKeySweep`).
+    /// Limit keys looked at per statement (the passed ones among them deleted): 2,000 take about 0.6 ms
+    /// on SQLite, and writes beside a paced walk waited less than beside walks of 8,000 a statement
+    /// (p99 1.6–2.0 ms against 3.2–3.4, `herald-bench --suite store`). The budget, 5 s a pass, looks
+    /// through about six million keys; a larger table is swept over several passes (`RateKeySweep`).
     public static let rateKeys = PurgePacing(chunk: 2_000, budget: .seconds(5))
 
     /// What one pass did.
