@@ -186,9 +186,9 @@ extension HeraldBenchCommand {
 
     /// What housekeeping's walk of the limit keys costs when none has passed: `purgeRows` numbers' live
     /// keys under the default per-number policies (two each), looked through in housekeeping's
-    /// statements (`PurgePacing.rateKeys`): one statement with a write issued during it, whole walks
-    /// paced as housekeeping paces them with sessions written at 500/s beside, and walks without pauses
-    /// with nothing beside (CPU per key). Every sweep reads every live key (`RateKeySweep`).
+    /// statements (`PurgePacing.rateKeys`): the CPU per key with nothing beside, then whole walks with
+    /// sessions written at 500/s beside, paced as housekeeping paces them and back to back as every
+    /// pass walked them until 2026-11-28. Every sweep reads every live key (`RateKeySweep`).
     func rateKeyWalk(_ store: SQLStore, kind: TestStore, now: Date) async throws {
         let numbers = max(1, purgeRows)
         let policies = ["5/1h", "10/1d"].compactMap(RatePolicy.parse)
@@ -204,37 +204,31 @@ extension HeraldBenchCommand {
         // Keys the earlier parts of the suite left, passed by now, go first.
         _ = try await store.purgeRates(before: before)
         let chunk = PurgePacing.rateKeys.chunk
-        let (statements, statementWrites) = try await Self.besideOneWrite(store, rounds: 5, prepare: {}) {
-            let step = try await store.purgeRates(after: "", limit: chunk, before: before)
-            guard step.walked == chunk, step.deleted == 0 else { throw TestFailure("the walk statement looked at \(step.walked) keys") }
-        }
-        let walk: @Sendable (PurgePacing, @escaping @Sendable (Duration) async -> Void) async throws -> Int = { pacing, pause in
+        let paced: @Sendable () async throws -> Int = {
             var after = ""
             var deleted = 0
-            _ = try await pacing.pass(
+            _ = try await PurgePacing(chunk: chunk, budget: .seconds(600)).pass(
                 delete: { limit in
                     let step = try await store.purgeRates(after: after, limit: limit, before: before)
                     after = step.last ?? after
                     deleted += step.deleted
                     return step.walked
-                }, pause: pause)
+                }, pause: { try? await Task.sleep(for: $0) })
             return deleted
         }
-        let ways: [(label: String, pacing: PurgePacing, paced: Bool)] = [
-            ("\(chunk) per statement, paced", PurgePacing(chunk: chunk, budget: .seconds(600)), true),
-            ("2000 per statement back to back, every pass (until 2026-11-28)", PurgePacing(chunk: 2_000, budget: .seconds(600)), false),
+        let ways: [(label: String, walk: @Sendable () async throws -> Int)] = [
+            ("paced (since 2026-11-28, a sweep every ten minutes)", paced),
+            ("back to back (until then, every minute)", { try await store.purgeRates(before: before, chunk: chunk) }),
         ]
+        var perKey: [Double] = []
         var walks: [String: [Double]] = [:]
-        var perKey: [String: [Double]] = [:]
         var writes: [String: [Double]] = [:]
         for _ in 0..<3 {
+            let cpu = cpuSeconds(getpid())
+            guard try await store.purgeRates(before: before, chunk: chunk) == 0 else { throw TestFailure("the walk deleted live keys") }
+            perKey.append((cpuSeconds(getpid()) - cpu) * 1e9 / Double(keys))
             for way in ways {
-                let cpu = cpuSeconds(getpid())
-                guard try await walk(way.pacing, { _ in }) == 0 else { throw TestFailure("the walk deleted live keys") }
-                perKey[way.label, default: []].append((cpuSeconds(getpid()) - cpu) * 1e9 / Double(keys))
-                let paced = way.paced
-                let pause: @Sendable (Duration) async -> Void = { wait in if paced { try? await Task.sleep(for: wait) } }
-                let (took, deleted, beside) = try await Self.writesDuring(store) { try await walk(way.pacing, pause) }
+                let (took, deleted, beside) = try await Self.writesDuring(store, way.walk)
                 guard deleted == 0 else { throw TestFailure("the walk deleted live keys") }
                 walks[way.label, default: []].append(took)
                 writes[way.label, default: []] += beside
@@ -242,17 +236,16 @@ extension HeraldBenchCommand {
         }
         print(
             String(
-                format: "(r) [%@] one walk statement (%d live limit keys looked at): %@ ms; a write issued during it took %@ ms", kind.rawValue,
-                chunk,
-                Self.medianRange(statements), Self.medianRange(statementWrites)))
+                format: "(r) [%@] CPU to look through one live limit key (%d per statement, %d keys, nothing beside): %@ ns", kind.rawValue, chunk,
+                keys, Self.medianRange(perKey)))
         for way in ways {
             let times = writes[way.label] ?? []
             print(
                 String(
                     format:
-                        "(r) [%@] a walk of %d live limit keys, %@: CPU %@ ns per key (nothing beside); with writes at 500/s beside: walk %@ ms, writes p50 %.2f, p99 %.2f, max %.1f ms (%d)",
-                    kind.rawValue, keys, way.label, Self.medianRange(perKey[way.label] ?? []), Self.medianRange(walks[way.label] ?? []),
-                    Self.percentile(times, 0.5), Self.percentile(times, 0.99), times.max() ?? .nan, times.count))
+                        "(r) [%@] writes at 500/s during a walk of %d live limit keys, %d per statement, %@: walk %@ ms; writes p50 %.2f, p99 %.2f, max %.1f ms (%d)",
+                    kind.rawValue, keys, chunk, way.label, Self.medianRange(walks[way.label] ?? []), Self.percentile(times, 0.5),
+                    Self.percentile(times, 0.99), times.max() ?? .nan, times.count))
         }
     }
 

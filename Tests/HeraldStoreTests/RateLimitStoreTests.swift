@@ -194,7 +194,7 @@ struct RateLimitStoreTests {
             let now: Int64 = 1_800_000_000_000_000
             let short = GCRA.Parameters(RatePolicy.parse("60/1m")!)  // tat = now + 1 s
             let long = GCRA.Parameters(RatePolicy.parse("1/1d")!)  // tat = now + 1 d
-            let count = 4_100  // more than two chunks of the whole walk's 2,000
+            let count = 2 * PurgePacing.rateKeys.chunk + 100  // more than two chunks of the whole walk
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<8 {
                     group.addTask {

@@ -462,7 +462,7 @@ public struct RateKeyChunk: Sendable, Equatable {
 extension RateLimitStore {
     /// Walks every key now, `chunk` at a time back to back, deleting those whose TAT passed before
     /// `now`; returns how many. For tools and tests: housekeeping spreads its walks (`RateKeySweep`).
-    public func purgeRates(before now: Int64, chunk: Int = 2_000) async throws -> Int {
+    public func purgeRates(before now: Int64, chunk: Int = PurgePacing.rateKeys.chunk) async throws -> Int {
         var after = ""
         var deleted = 0
         while true {
