@@ -14,11 +14,13 @@ import ServiceLifecycle
 /// Every delete goes through `PurgePacing`: statements of a few hundred rows (a few thousand limit keys
 /// looked at), each followed by a pause as long as it took, so a send waits at most for one statement
 /// and a purge takes at most about half of SQLite's writer, however many rows a busy minute left
-/// behind. The limit keys are swept every ten minutes rather than every pass (`RateKeySweep`).
+/// behind. The limit keys are swept every ten minutes rather than every pass (`RateKeySweep`). With
+/// several herald-api on one store, only the one holding the housekeeping turn purges
+/// (`HousekeepingTurn`); every one publishes the gauges.
 struct StoreMaintenance: Service {
     let store:
         any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
-            & StoreHealth
+            & StoreHealth & TurnStore
     let retention: Duration
     let logger: Logger
 
@@ -37,10 +39,14 @@ struct StoreMaintenance: Service {
         var rateKeys = PurgePacing.rateKeys
     }
     var pacing = Pacing()
+    /// This process as the housekeeping turn's holder.
+    var holder = SecureRandom.instanceName()
     let snapshotAge = Gauge(label: "herald_store_oldest_snapshot_seconds")
+    let holdingTurn = Gauge(label: "herald_store_housekeeping_turn")
 
     func run() async throws {
         var conversion = ConversionWindow(settle: conversionSettle)
+        var turn = HousekeepingTurn(holder: holder)
         var rateKeys = RateKeySweep.housekeeping
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
             // Passes start a minute apart, or at once after one that took longer (a pass behind takes up
@@ -48,7 +54,7 @@ struct StoreMaintenance: Service {
             let next = ContinuousClock.now + .seconds(60)
             do {
                 let now = Date()
-                try await purges(now: now, rateKeys: &rateKeys)
+                try await purgesInTurn(now: now, turn: &turn, rateKeys: &rateKeys)
                 let scanned = Date()
                 conversion.take(try await store.conversion(since: conversion.scanStart(now: scanned)), now: scanned)
                 for entry in conversion.totals() {
@@ -65,6 +71,40 @@ struct StoreMaintenance: Service {
                 logger.warning("store maintenance failed", metadata: ["error": .string("\(error)")])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(until: next, clock: .continuous) }
+        }
+        // Stopping: another process takes the turn at its next pass rather than after the term.
+        if turn.holding { try? await store.endTurn(HousekeepingTurn.name, holder: holder) }
+    }
+
+    /// A pass's purges, when this process holds the housekeeping turn (taken or renewed first). A new
+    /// holding starts its own limit-key sweep: one left from an earlier holding would go on from a
+    /// stale cursor and count as overdue.
+    func purgesInTurn(now: Date, turn: inout HousekeepingTurn, rateKeys: inout RateKeySweep) async throws {
+        if try await takeTurn(&turn, now: now) == .took { rateKeys = .housekeeping }
+        if turn.holding { try await purges(now: now, rateKeys: &rateKeys) }
+    }
+
+    /// Takes or renews the housekeeping turn; logs and publishes what changed. A failed try counts as
+    /// not holding it (and throws, skipping the pass's purges).
+    func takeTurn(_ turn: inout HousekeepingTurn, now: Date) async throws -> HousekeepingTurn.Change? {
+        let held: Bool
+        do {
+            held = try await store.takeTurn(HousekeepingTurn.name, holder: holder, until: turn.until(now: now), now: now.millisecondsSince1970)
+        } catch {
+            report(turn.tried(held: false), holding: false)
+            throw error
+        }
+        let change = turn.tried(held: held)
+        report(change, holding: held)
+        return change
+    }
+
+    private func report(_ change: HousekeepingTurn.Change?, holding: Bool) {
+        holdingTurn.record(holding ? 1 : 0)
+        switch change {
+        case .took: logger.notice("housekeeping: this process purges the store now", metadata: ["holder": .string(holder)])
+        case .lost: logger.notice("housekeeping: this process no longer purges the store", metadata: ["holder": .string(holder)])
+        case nil: break
         }
     }
 

@@ -37,6 +37,8 @@ public final class MemoryStore: HeraldStoreProtocol {
         var invalidTokens: [String: String] = [:]
         /// Spent identity-provider credentials: hash → expiry.
         var credentials: [String: Date] = [:]
+        /// Turns: name → holder and until (ms).
+        var turns: [String: (holder: String, until: Int64)] = [:]
     }
 
     private let state = Mutex(State())
@@ -637,6 +639,26 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     /// Nothing here holds anything back.
     public func oldestSnapshot() async throws -> SnapshotHolder? { nil }
+
+    // MARK: TurnStore
+
+    public func takeTurn(_ name: String, holder: String, until: Int64, now: Int64) async throws -> Bool {
+        state.withLock { state in
+            if let held = state.turns[name], held.holder != holder, held.until > now { return false }
+            state.turns[name] = (holder, until)
+            return true
+        }
+    }
+
+    public func endTurn(_ name: String, holder: String) async throws {
+        state.withLock { state in
+            if state.turns[name]?.holder == holder { state.turns[name] = nil }
+        }
+    }
+
+    public func turnHolder(_ name: String) async throws -> (holder: String, until: Int64)? {
+        state.withLock { $0.turns[name] }
+    }
 
     public func conversion(since: Date) async throws -> [ConversionCount] {
         state.withLock { state in

@@ -207,6 +207,14 @@ public enum Migrations {
         """
         -- 11: nothing for SQLite.
         """,
+        // 12: turns one process at a time holds (`TurnStore`): which herald-api runs housekeeping.
+        """
+        CREATE TABLE turns (
+          name TEXT PRIMARY KEY,
+          holder TEXT NOT NULL,
+          until_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// PostgreSQL's form of a step where it is not the derived DDL, by version. Each is one statement,

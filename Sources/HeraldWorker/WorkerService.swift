@@ -62,7 +62,7 @@ public final class WorkerService: Service {
             self.init(
                 concurrency: worker.concurrency, retryPolicy: RetryPolicy(delays: worker.retryDelays), retryUncertain: worker.retryUncertain,
                 shutdownGrace: worker.shutdownGrace, throttleDelays: worker.throttleDelays, throttleHold: worker.throttleHold,
-                instanceID: "\(ProcessInfo.processInfo.hostName):\(getpid()):\(SecureRandom.alphanumeric(6))", prefetch: worker.prefetch)
+                instanceID: SecureRandom.instanceName(), prefetch: worker.prefetch)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Logging
 import Testing
 
@@ -167,5 +168,76 @@ struct HousekeepingPurgeTests {
         // 5 → 3 → 1 → 0; the fourth pass, within ten minutes of the sweep's start, walks nothing.
         #expect(left == [3, 1, 0, 1])
         #expect(sweep.cursor == nil)
+    }
+    /// One expired session, a day and a minute past its expiry at `now`.
+    func expiredSession(_ id: String, now: Date, in store: MemoryStore) async throws {
+        let expired = now.addingTimeInterval(-86_400 - 60)
+        try await store.insertSession(
+            VerificationSession(
+                id: id, projectID: "p", phoneNumber: "+15555550100", codeHash: Data([1]), createdAt: expired.addingTimeInterval(-300),
+                expiresAt: expired, maxAttempts: 3, jobID: nil))
+    }
+
+    func exists(_ id: String, in store: MemoryStore) async throws -> Bool {
+        try await store.reserveCheckAttempt(sessionID: id) != nil
+    }
+
+    @Test("with two herald-api on one store, only the holder of the turn purges; the other takes over when it stops or stops renewing")
+    func oneProcessPurges() async throws {
+        let store = MemoryStore()
+        let now = Date()
+        var first = housekeeping(store)
+        first.holder = "first"
+        var second = housekeeping(store)
+        second.holder = "second"
+        var (firstTurn, secondTurn) = (HousekeepingTurn(holder: "first"), HousekeepingTurn(holder: "second"))
+        var (firstSweep, secondSweep) = (RateKeySweep.housekeeping, RateKeySweep.housekeeping)
+
+        try await expiredSession("s1", now: now, in: store)
+        try await first.purgesInTurn(now: now, turn: &firstTurn, rateKeys: &firstSweep)
+        #expect(firstTurn.holding && firstSweep.began == now)
+        #expect(try await exists("s1", in: store) == false)
+
+        // The second's passes purge nothing while the first renews its turn.
+        try await expiredSession("s2", now: now, in: store)
+        try await second.purgesInTurn(now: now.addingTimeInterval(30), turn: &secondTurn, rateKeys: &secondSweep)
+        #expect(secondTurn.holding == false && secondSweep.began == nil)
+        #expect(try await exists("s2", in: store))
+        try await first.purgesInTurn(now: now.addingTimeInterval(60), turn: &firstTurn, rateKeys: &firstSweep)
+        #expect(try await exists("s2", in: store) == false)
+
+        // The first stops renewing (hung, or cut off from the store): three minutes after its last
+        // renewal the second's pass takes the turn, starts its own sweep and purges; the first, back,
+        // finds it lost and purges nothing.
+        try await expiredSession("s3", now: now, in: store)
+        try await second.purgesInTurn(now: now.addingTimeInterval(239), turn: &secondTurn, rateKeys: &secondSweep)
+        #expect(secondTurn.holding == false)
+        #expect(try await exists("s3", in: store))
+        try await second.purgesInTurn(now: now.addingTimeInterval(240), turn: &secondTurn, rateKeys: &secondSweep)
+        #expect(secondTurn.holding && secondSweep.began == now.addingTimeInterval(240))
+        #expect(try await exists("s3", in: store) == false)
+        try await expiredSession("s4", now: now, in: store)
+        try await first.purgesInTurn(now: now.addingTimeInterval(250), turn: &firstTurn, rateKeys: &firstSweep)
+        #expect(firstTurn.holding == false)
+        #expect(try await exists("s4", in: store))
+
+        // Taken again after the second gave it up: a fresh sweep, not the one left from before.
+        try await store.endTurn(HousekeepingTurn.name, holder: "second")
+        try await first.purgesInTurn(now: now.addingTimeInterval(260), turn: &firstTurn, rateKeys: &firstSweep)
+        #expect(firstTurn.holding && firstSweep.began == now.addingTimeInterval(260))
+        #expect(try await exists("s4", in: store) == false)
+    }
+
+    @Test("a herald-api that stops gives its turn up, so the next process need not wait for the term")
+    func stoppingGivesTheTurnUp() async throws {
+        let store = MemoryStore()
+        var maintenance = housekeeping(store)
+        maintenance.holder = "stopping"
+        let running = Task { try await maintenance.run() }
+        let took = await eventually(timeout: .seconds(10)) { (try? await store.turnHolder(HousekeepingTurn.name))?.holder == "stopping" }
+        #expect(took)
+        running.cancel()
+        try await running.value
+        #expect(try await store.turnHolder(HousekeepingTurn.name) == nil)
     }
 }

@@ -88,7 +88,7 @@ struct PostgresSchemaTests {
             return (before, applied, after, found)
         }
         #expect(outcome.before.contains("deliveries.job_id") && outcome.before.contains("rate_limits.key"), "\(outcome.before)")
-        #expect(outcome.applied == [11])
+        #expect(outcome.applied == Array(11...Migrations.latestVersion))
         // The operator's own table keeps its collation; every one of Herald's columns changed.
         #expect(outcome.after == ["operators_notes.note"])
         #expect(outcome.found == [[.text("a-job"), .integer(7)]])

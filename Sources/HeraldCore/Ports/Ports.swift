@@ -368,7 +368,22 @@ public enum ReceiptResult: Sendable, Equatable {
 
 /// Everything the API and workers keep in the shared store.
 public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & MessageLedger & RateLimitStore
-    & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore & StoreHealth
+    & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore & StoreHealth & TurnStore
+
+/// Named turns that one process at a time holds among all those sharing a store, for work that every
+/// process would otherwise repeat (`HousekeepingTurn`). A turn is held until an instant and renewed
+/// before it; a holder that stops renewing (it died, or lost the store) loses it once that passes.
+public protocol TurnStore: Sendable {
+    /// Takes the turn `name` for `holder` until `until` (ms since 1970), in one statement, when nobody
+    /// holds it, its holder's time passed before `now`, or `holder` already holds it (a renewal). True
+    /// when `holder` holds it afterwards.
+    func takeTurn(_ name: String, holder: String, until: Int64, now: Int64) async throws -> Bool
+    /// Gives the turn up when `holder` holds it (a process stopping), so another takes it at its next try.
+    func endTurn(_ name: String, holder: String) async throws
+    /// Who holds the turn and until when (ms), whether or not that time has passed; nil when nobody
+    /// took it yet or the last holder gave it up.
+    func turnHolder(_ name: String) async throws -> (holder: String, until: Int64)?
+}
 
 /// What the store's own engine tells operators about it.
 public protocol StoreHealth: Sendable {

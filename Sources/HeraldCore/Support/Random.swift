@@ -78,6 +78,13 @@ public enum SecureRandom {
         String(decoding: values(length, below: alphabet.count).map { alphabet[$0] }, as: UTF8.self)
     }
 
+    /// A name for this process among all that share a broker or store: host, process id and six
+    /// random characters (a restarted process with a reused pid is another instance). Ledger claims'
+    /// owner, the housekeeping turn's holder.
+    public static func instanceName() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(getpid()):\(alphanumeric(6))"
+    }
+
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
 
     /// A version 7 UUID (RFC 9562): 48 bits of Unix milliseconds, then 74 random bits. Job ids are

@@ -1,0 +1,31 @@
+import Foundation
+import HeraldCore
+import Testing
+
+/// What housekeeping's turn decides, without a store: how long a try holds it, and what each try's
+/// answer changed.
+@Suite("Housekeeping turn")
+struct HousekeepingTurnTests {
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test("a try holds the turn for its term from the try's instant, to the millisecond")
+    func until() {
+        let turn = HousekeepingTurn(holder: "a", term: .milliseconds(180_250))
+        #expect(turn.until(now: start) == 1_800_000_000_000 + 180_250)
+        #expect(HousekeepingTurn(holder: "a").until(now: start) == 1_800_000_000_000 + 180_000)
+    }
+
+    @Test("taking, keeping, losing and taking again: each change is said once")
+    func changes() {
+        var turn = HousekeepingTurn(holder: "a")
+        #expect(turn.holding == false)
+        #expect(turn.tried(held: false) == nil)
+        #expect(turn.tried(held: true) == .took)
+        #expect(turn.holding)
+        #expect(turn.tried(held: true) == nil)
+        #expect(turn.tried(held: false) == .lost)
+        #expect(turn.holding == false)
+        #expect(turn.tried(held: false) == nil)
+        #expect(turn.tried(held: true) == .took)
+    }
+}
