@@ -228,9 +228,12 @@ struct HousekeepingPurgeTests {
         #expect(try await exists("s4", in: store) == false)
     }
 
-    @Test("a herald-api that stops gives its turn up, so the next process need not wait for the term")
-    func stoppingGivesTheTurnUp() async throws {
-        let store = MemoryStore()
+    @Test("a herald-api that stops gives its turn up, so the next process need not wait for the term", arguments: [false, true])
+    func stoppingGivesTheTurnUp(onSQLite: Bool) async throws {
+        let directory = NSTemporaryDirectory() + "herald-turn-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store: any HeraldStoreProtocol =
+            onSQLite ? try await onOwnThread { try SQLStore(sqlitePath: directory + "/herald.sqlite") } : MemoryStore()
         var maintenance = housekeeping(store)
         maintenance.holder = "stopping"
         let running = Task { try await maintenance.run() }
@@ -239,5 +242,6 @@ struct HousekeepingPurgeTests {
         running.cancel()
         try await running.value
         #expect(try await store.turnHolder(HousekeepingTurn.name) == nil)
+        if let store = store as? SQLStore { await store.close() }
     }
 }
