@@ -9,6 +9,8 @@ import Foundation
 public enum Migrations {
     /// The newest schema version this build knows.
     public static var latestVersion: Int { sqliteSteps.count }
+    /// The version that made the `turns` table (`TurnStore`).
+    public static let turnsVersion = 12
 
     static let sqliteSteps: [String] = [
         // 1: sessions, accounts, refresh tokens, delivery ledger.

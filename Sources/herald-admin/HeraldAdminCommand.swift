@@ -356,6 +356,9 @@ extension HeraldAdminCommand {
                 let behind = status.version < status.latest ? " (behind: run herald-admin store migrate)" : ""
                 print("schema\t\(status.version)\tof \(status.latest) known to this build\(behind)")
                 for (table, rows) in status.rows { print("rows\t\(table)\t\(rows)") }
+                if status.version >= Migrations.turnsVersion {
+                    print("housekeeping\t\(Self.describe(try await store.turnHolder(HousekeepingTurn.name), now: Date()))")
+                }
                 if status.backend == .postgres {
                     if let holder = try await store.oldestSnapshot() {
                         // Minutes of it slow every admission: the rows every send updates keep their old versions.
@@ -368,6 +371,14 @@ extension HeraldAdminCommand {
                     }
                 }
                 await store.close()
+            }
+
+            /// Which herald-api purges the store (`HousekeepingTurn`), from its turn's row.
+            static func describe(_ turn: (holder: String, until: Int64)?, now: Date) -> String {
+                guard let turn else { return "not held: no herald-api has run on this store since the last one stopped" }
+                let seconds = (turn.until - now.millisecondsSince1970) / 1000
+                if seconds >= 0 { return "held by \(turn.holder) for \(seconds) s more" }
+                return "last held by \(turn.holder), lapsed \(-seconds) s ago: no herald-api renews it (is one running and reaching the store?)"
             }
         }
     }

@@ -5,7 +5,7 @@ import HeraldStore
 import HeraldTesting
 import Testing
 
-@Suite("Limits shared across processes (real executables, one SQLite store)", .serialized)
+@Suite("Limits and housekeeping shared across processes (real executables, one store)", .serialized)
 struct LimitsAcrossProcessesTests {
     @Test("two herald-api processes, one burst of 200 sends for one number: exactly the allowance passes", arguments: TestStore.allCases)
     func burstAcrossTwoAPIs(_ store: TestStore) async throws {
@@ -39,6 +39,39 @@ struct LimitsAcrossProcessesTests {
             #expect(refused.count == 197)
             #expect(refused.allSatisfy { $0.errorMessage == "TOO_MANY_ATTEMPTS_TRY_LATER" && ($0.header("retry-after").flatMap(Int.init) ?? 0) > 0 })
             #expect(try await TestBroker.depth(stack.topology.workQueue(.sms), using: stack.admin) == 3)
+        }
+    }
+
+    /// What each holds, from its `herald_store_housekeeping_turn` gauge (nil until it has tried).
+    func holdsTurn(metricsPort: Int) async -> Bool? {
+        guard let body = try? await HeraldClient(port: metricsPort).get("/metrics").body else { return nil }
+        let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("herald_store_housekeeping_turn ") }
+        return line.map { $0.hasSuffix(" 1") || $0.hasSuffix(" 1.0") }
+    }
+
+    @Test("two herald-api processes on one store: exactly one purges it; it names itself in store status and gives the turn up when it stops",
+        arguments: TestStore.allCases)
+    func housekeepingTurnAcrossTwoAPIs(_ store: TestStore) async throws {
+        try await StackHarness.run(store: store) { stack in
+            try await stack.startAPI()
+            let (secondPort, secondMetrics) = (freePort(), freePort())
+            let second = try HeraldProcess(
+                "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
+                environment: ["HERALD_HTTP_PORT": String(secondPort), "HERALD_HTTP_METRICS_PORT": String(secondMetrics)])
+            stack.stoppedProcesses.append(second)
+            var held: [Bool?] = []
+            let tried = await eventually(timeout: .seconds(20)) {
+                held = [await holdsTurn(metricsPort: stack.settings.apiMetricsPort), await holdsTurn(metricsPort: secondMetrics)]
+                return held.allSatisfy { $0 != nil }
+            }
+            #expect(tried && held.compactMap { $0 }.filter { $0 }.count == 1, "\(held)")
+            let holder = held[0] == true ? stack.api! : second
+            let status = try await stack.admin(["store", "status"])
+            #expect(status.contains("housekeeping\theld by ") && status.contains(":\(holder.pid):"), "\(status)")
+            #expect(await holder.terminate() == 0)
+            let after = try await stack.admin(["store", "status"])
+            #expect(after.contains("housekeeping\tnot held"), "\(after)")
+            await second.terminate()
         }
     }
 
