@@ -49,7 +49,8 @@ struct LimitsAcrossProcessesTests {
         return line.map { $0.hasSuffix(" 1") || $0.hasSuffix(" 1.0") }
     }
 
-    @Test("two herald-api processes on one store: exactly one purges it; it names itself in store status and gives the turn up when it stops",
+    @Test(
+        "two herald-api processes on one store: exactly one purges it; it names itself in store status and gives the turn up when it stops",
         arguments: TestStore.allCases)
     func housekeepingTurnAcrossTwoAPIs(_ store: TestStore) async throws {
         try await StackHarness.run(store: store) { stack in
