@@ -199,19 +199,44 @@ extension SQLStore {
     }
 
     /// A key is `kind:project:subject|policy`: with the project, its keys are one range of the primary
-    /// key's index; without, every key of the kind is read and its subject compared. A range rather
-    /// than `LIKE`, which SQLite answers by reading the whole table (its `LIKE` ignores ASCII case, so
-    /// the binary index cannot serve it); both stores compare keys by bytes.
+    /// key's index; without, one such range per project that holds keys of the kind (`scopes`). A
+    /// range rather than `LIKE`, which SQLite answers by reading the whole table (its `LIKE` ignores
+    /// ASCII case, so the binary index cannot serve it); both stores compare keys by bytes.
     static func matchingRates(_ db: any SQLConnection, kind: String, subject: String, project: String?) throws -> [(key: String, tat: Int64)] {
-        let prefix = project.map { "\(kind):\($0):\(subject)|" } ?? "\(kind):"
+        guard let project else {
+            return try scopes(db, kind: kind).flatMap { try matchingRates(db, kind: kind, subject: subject, project: $0) }
+        }
+        let prefix = "\(kind):\(project):\(subject)|"
         let rows = try db.query(
             "SELECT key, tat_us FROM rate_limits WHERE key >= ? AND key < ? ORDER BY key", [.text(prefix), .text(Self.keysAfter(prefix))])
         return rows.compactMap { row in
             guard let key = row[0].string, let tat = row[1].int, let parts = LimitCheck.parse(key), parts.kind == kind,
-                parts.subject == subject, project == nil || parts.project == project
+                parts.subject == subject, parts.project == project
             else { return nil }
             return (key, tat)
         }
+    }
+
+    /// The projects (a provider's name, for its keys) that hold keys of `kind`, each found by one probe
+    /// of the index from the end of the one before: a lookup without a project read every key of the
+    /// kind instead, which on a store in service is most of the table (two keys per number sent to in
+    /// the last day, by default), all of them carried into the process that asked.
+    static func scopes(_ db: any SQLConnection, kind: String) throws -> [String] {
+        let end = keysAfter("\(kind):")
+        var from = "\(kind):"
+        var scopes: [String] = []
+        while let key = try db.query("SELECT key FROM rate_limits WHERE key >= ? AND key < ? ORDER BY key LIMIT 1", [.text(from), .text(end)])
+            .first?.first?.string
+        {
+            guard let scope = LimitCheck.parse(key)?.project else {
+                // Not a key Herald writes: step over it (no stored text sorts between it and this one).
+                from = key + "\u{1}"
+                continue
+            }
+            scopes.append(scope)
+            from = keysAfter("\(kind):\(scope):")
+        }
+        return scopes
     }
 
     /// The first text after every text that starts with `prefix`, which ends in `:` or `|` (ASCII):

@@ -200,6 +200,20 @@ extension HeraldBenchCommand {
             _ = try await store.rateDecisions(keys, now: now.microsecondsSince1970)
         }
         let keys = numbers * policies.count
+        // A support lookup of one number without its project (`herald-admin limits show`, the status
+        // page), and with it, among those keys.
+        let subject = "+1666\(String(format: "%07d", numbers / 2))"
+        for project in [nil, "bench"] as [String?] {
+            let (lookups, beside) = try await Self.besideOneWrite(store, rounds: 5, prepare: {}) {
+                guard try await store.rateStates(kind: "number", subject: subject, project: project).count == policies.count else {
+                    throw TestFailure("the lookup missed the number's keys")
+                }
+            }
+            print(
+                String(
+                    format: "(r) [%@] limits lookup of one number among %d keys, %@: %@ ms; a write issued during it took %@ ms", kind.rawValue,
+                    keys, project == nil ? "without its project" : "with its project", Self.medianRange(lookups), Self.medianRange(beside)))
+        }
         let before = now.microsecondsSince1970
         // Keys the earlier parts of the suite left, passed by now, go first.
         _ = try await store.purgeRates(before: before)

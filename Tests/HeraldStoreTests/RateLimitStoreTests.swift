@@ -188,6 +188,32 @@ struct RateLimitStoreTests {
         }
     }
 
+    /// Without a project the store looks the subject up in each project that has keys of the kind, found
+    /// one after another; these projects sort before, between and after each other's separators.
+    @Test("a lookup without a project finds the subject in every project, in key order, and nothing else", arguments: StoreKind.allCases)
+    func lookupAcrossProjects(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let now = Date().microsecondsSince1970
+            let policy = GCRA.Parameters(RatePolicy.parse("5/1h")!)
+            let projects = ["", "a", "a-b", "a.b", "ab", "b", "z~"]
+            var keys: [String] = []
+            for project in projects {
+                keys += ["number:\(project):+1|5/1h", "number:\(project):+2|5/1h", "number:\(project):+10|5/1h", "checks:\(project):+1|5/1h"]
+            }
+            // Not keys Herald writes, in the kind's range: stepped over.
+            keys += ["number:", "number:x", "number:x:+1"]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for key in keys { group.addTask { _ = try await store.rateDecision(key: key, parameters: policy, now: now) } }
+                try await group.waitForAll()
+            }
+            let found = try await store.rateStates(kind: "number", subject: "+1", project: nil).map(\.key)
+            #expect(found == projects.map { "number:\($0):+1|5/1h" }.sorted())
+            #expect(try await store.rateStates(kind: "checks", subject: "+1", project: nil).count == projects.count)
+            #expect(try await store.resetRates(kind: "number", subject: "+2", project: nil) == projects.count)
+            #expect(try await store.rateStates(kind: "number", subject: "+2", project: nil).isEmpty)
+        }
+    }
+
     @Test("purge walks every chunk of keys: passed ones go, live ones stay, whatever their order", arguments: StoreKind.allCases)
     func purgeAcrossChunks(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
