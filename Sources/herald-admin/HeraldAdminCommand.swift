@@ -357,7 +357,7 @@ extension HeraldAdminCommand {
                 print("schema\t\(status.version)\tof \(status.latest) known to this build\(behind)")
                 for (table, rows) in status.rows { print("rows\t\(table)\t\(rows)") }
                 if status.version >= Migrations.turnsVersion {
-                    print("housekeeping\t\(Self.describe(try await store.turnHolder(HousekeepingTurn.name), now: Date()))")
+                    print("housekeeping\t\(HousekeepingTurn.describe(try await store.turnHolder(HousekeepingTurn.name), now: Date()))")
                 }
                 if status.backend == .postgres {
                     if let holder = try await store.oldestSnapshot() {
@@ -371,14 +371,6 @@ extension HeraldAdminCommand {
                     }
                 }
                 await store.close()
-            }
-
-            /// Which herald-api purges the store (`HousekeepingTurn`), from its turn's row.
-            static func describe(_ turn: (holder: String, until: Int64)?, now: Date) -> String {
-                guard let turn else { return "not held: no herald-api has run on this store since the last one stopped" }
-                let seconds = (turn.until - now.millisecondsSince1970) / 1000
-                if seconds >= 0 { return "held by \(turn.holder) for \(seconds) s more" }
-                return "last held by \(turn.holder), lapsed \(-seconds) s ago: no herald-api renews it (is one running and reaching the store?)"
             }
         }
     }

@@ -28,4 +28,13 @@ struct HousekeepingTurnTests {
         #expect(turn.tried(held: false) == nil)
         #expect(turn.tried(held: true) == .took)
     }
+
+    @Test("store status says who holds the turn and for how long, that it lapsed, or that nobody holds it")
+    func described() {
+        let now = start.millisecondsSince1970
+        #expect(HousekeepingTurn.describe(("api-1:42:abcdef", now + 143_500), now: start) == "held by api-1:42:abcdef for 143 s more")
+        #expect(HousekeepingTurn.describe(("api-1:42:abcdef", now), now: start).hasPrefix("last held by api-1:42:abcdef, lapsed 0 s ago"))
+        #expect(HousekeepingTurn.describe(("api-1:42:abcdef", now - 75_000), now: start).hasPrefix("last held by api-1:42:abcdef, lapsed 75 s ago"))
+        #expect(HousekeepingTurn.describe(nil, now: start).hasPrefix("not held"))
+    }
 }

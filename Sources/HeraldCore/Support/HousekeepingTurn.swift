@@ -45,6 +45,15 @@ public struct HousekeepingTurn: Sendable, Equatable {
         now.millisecondsSince1970 + term.milliseconds
     }
 
+    /// The turn's row as `herald-admin store status` prints it: who holds it and for how long, or that
+    /// its holder stopped renewing it, or that nobody holds it.
+    public static func describe(_ turn: (holder: String, until: Int64)?, now: Date) -> String {
+        guard let turn else { return "not held: no herald-api has taken it since the last one stopped, or none has run yet" }
+        let left = turn.until - now.millisecondsSince1970
+        if left > 0 { return "held by \(turn.holder) for \(left / 1000) s more" }
+        return "last held by \(turn.holder), lapsed \(-left / 1000) s ago: no herald-api renews it (is one running and reaching the store?)"
+    }
+
     /// After a try: `held` says whether this process holds the turn now. A try that failed (the store
     /// unreachable) counts as not held: the turn runs out in the store unless renewed, so this process
     /// must not count on it.
