@@ -7,7 +7,7 @@ import Hummingbird
 import NIOCore
 
 /// The status page for people, at `/admin/` on herald-api: queues with depth and the age of the
-/// oldest waiting job, workers with their health, recent messages with a search by number or email and a
+/// oldest waiting job, workers with their health, which herald-api runs housekeeping, recent messages with a search by number or email and a
 /// per-message view, dead letters with replay (one or all), prefix blocks with lift, and a limits
 /// lookup. Server-rendered HTML, no JavaScript. Behind an admin token: a bearer header, or a login form
 /// that sets an HttpOnly, SameSite=Strict session cookie (`AdminSession`); every form that changes
@@ -116,6 +116,7 @@ struct StatusPage: Sendable {
         func parameter(_ name: String) -> String? { query.get(name).map { String($0) }.flatMap { $0.isEmpty ? nil : $0 } }
         var sections: [String] = []
         sections.append(await queuesSection())
+        sections.append(await housekeepingSection())
         sections.append(await messagesSection(to: parameter("to"), status: parameter("status")))
         sections.append(await deadLettersSection(caller: caller))
         sections.append(await blocksSection(caller: caller))
@@ -154,6 +155,20 @@ struct StatusPage: Sendable {
             <section id="workers"><h2>Workers</h2><p class=hint>Health from each worker type's /readyz on this host \
             (http.metricsHost, workers.&lt;type&gt;.metricsPort); consumers count every worker connected to the broker.</p>
             <table><tr><th>Worker</th><th>Here</th><th>Consumers</th></tr>\(workers.joined())</table></section>
+            """
+    }
+
+    /// Which herald-api purges the store (`HousekeepingTurn`).
+    func housekeepingSection() async -> String {
+        let held: String
+        do {
+            held = HousekeepingTurn.describe(try await store.turnHolder(HousekeepingTurn.name), now: clock.now)
+        } catch {
+            held = "the store did not answer (\(error))"
+        }
+        return """
+            <section id="housekeeping"><h2>Housekeeping</h2><p class=hint>The herald-api that purges expired rows and limit keys \
+            (one at a time, whichever holds the store's turn).</p><p>\(Self.h(held))</p></section>
             """
     }
 
