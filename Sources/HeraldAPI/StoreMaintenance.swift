@@ -24,11 +24,12 @@ struct StoreMaintenance: Service {
     let retention: Duration
     let logger: Logger
 
-    /// How long after its creation a session's conversion can still change: the longest code life of
-    /// any project, plus a minute for late commits and other hosts' clocks (`ConversionWindow`).
+    /// How long after its creation a session's conversion can still change, as this process's
+    /// configuration says: the longest code life of any project, plus a minute for late commits and
+    /// other hosts' clocks. The sessions' own code lives lengthen it (`ConversionWindow`).
     let conversionSettle: Duration
     static func conversionSettle(_ configuration: HeraldConfiguration) -> Duration {
-        (configuration.projects.map(\.phone.codeTTL).max() ?? .zero) + .seconds(60)
+        (configuration.projects.map(\.phone.codeTTL).max() ?? .zero) + ConversionWindow.margin
     }
 
     /// How each purge paces its statements (`PurgePacing.sessions` and the others say why these).

@@ -669,6 +669,7 @@ public final class MemoryStore: HeraldStoreProtocol {
                 var count = counts[minute]?[session.region] ?? ConversionCount(minute: minute, region: session.region, sent: 0, verified: 0)
                 count.sent += 1
                 if state.verifiedSessions.contains(session.id) { count.verified += 1 }
+                count.longestLife = max(count.longestLife, session.expiresAt.millisecondsSince1970 - session.createdAt.millisecondsSince1970)
                 counts[minute, default: [:]][session.region] = count
             }
             return counts.values.flatMap(\.values).sorted { ($0.minute, $0.region) < ($1.minute, $1.region) }

@@ -344,13 +344,15 @@ extension SQLStore {
         try await read { db in
             try db.query(
                 """
-                SELECT created_at_ms / 60000 AS minute, region, count(*), count(CASE WHEN verified = 1 THEN 1 END) FROM verification_sessions
+                SELECT created_at_ms / 60000 AS minute, region, count(*), count(CASE WHEN verified = 1 THEN 1 END),
+                  max(expires_at_ms - created_at_ms)
+                FROM verification_sessions
                 WHERE created_at_ms >= ? AND job_id IS NOT NULL AND region <> ''
                 GROUP BY minute, region ORDER BY minute, region
                 """, [.integer(since.millisecondsSince1970)]
             ).compactMap { row in
                 guard let minute = row[0].int, let region = row[1].string, let sent = row[2].int, let verified = row[3].int else { return nil }
-                return ConversionCount(minute: minute, region: region, sent: Int(sent), verified: Int(verified))
+                return ConversionCount(minute: minute, region: region, sent: Int(sent), verified: Int(verified), longestLife: row[4].int ?? 0)
             }
         }
     }

@@ -39,6 +39,28 @@ struct ConversionWindowTests {
         #expect(window.scanStart(now: muchLater) == Date(timeIntervalSince1970: TimeInterval((minute + 60) * 60)))
     }
 
+    /// A restart with `codeTTL` cut from 10 minutes to 1 (or another herald-api still configured with
+    /// 10): sessions made under the longer life can be verified for 10 minutes, so their minutes are
+    /// read again for that long, and no longer once they have left the hour.
+    @Test("sessions with a longer code life than configured keep their minutes open for that life, until they leave the hour")
+    func sessionsOutliveTheConfiguration() {
+        var window = ConversionWindow(settle: .seconds(120))
+        window.take([ConversionCount(minute: minute - 5, region: "US", sent: 3, verified: 1, longestLife: 600_000)], now: now)
+        #expect(window.effectiveSettle == .seconds(660))
+        // 11 minutes before the last pass, not 2.
+        #expect(window.scanStart(now: now.addingTimeInterval(60)) == Date(timeIntervalSince1970: TimeInterval((minute - 11) * 60)))
+        // Re-read with a late verification: counted.
+        window.take([ConversionCount(minute: minute - 5, region: "US", sent: 3, verified: 2, longestLife: 600_000)], now: now.addingTimeInterval(60))
+        #expect(totals(window) == ["US 3/2"])
+        // Shorter lives never shorten the configured settle.
+        var short = ConversionWindow(settle: .seconds(360))
+        short.take([ConversionCount(minute: minute, region: "US", sent: 1, verified: 0, longestLife: 30_000)], now: now)
+        #expect(short.effectiveSettle == .seconds(360))
+        // An hour later the long-lived minute has left the hour, and the settle is the configured one again.
+        window.take([], now: now.addingTimeInterval(3_600))
+        #expect(window.effectiveSettle == .seconds(120))
+    }
+
     @Test("a settle as long as the hour reads the whole hour every pass")
     func longSettle() {
         var window = ConversionWindow(settle: .seconds(86_400))

@@ -296,7 +296,9 @@ struct RateLimitStoreTests {
         }
     }
 
-    @Test("conversion per minute and region counts SMS sessions and verified ones, not test numbers", arguments: StoreKind.allCases)
+    @Test(
+        "conversion per minute and region counts SMS sessions and verified ones, not test numbers, with their longest code life",
+        arguments: StoreKind.allCases)
     func conversion(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             // Half a minute into the current minute, so that 50 s back is the minute before.
@@ -311,7 +313,7 @@ struct RateLimitStoreTests {
                 if verified { _ = try await store.consumeSession(id: id, at: now) }
             }
             try await session("US", sms: true, verified: true)
-            try await session("US", sms: true, verified: false)
+            try await session("US", sms: true, verified: false, ttl: 600)
             try await session("GB", sms: true, verified: false)
             try await session("US", sms: false, verified: true)
             // Before the window, still open: not counted. In the window and already expired: counted.
@@ -320,9 +322,9 @@ struct RateLimitStoreTests {
             let rows = try await store.conversion(since: now.addingTimeInterval(-60))
             #expect(
                 rows == [
-                    ConversionCount(minute: Int64(minute) - 1, region: "FR", sent: 1, verified: 0),
-                    ConversionCount(minute: Int64(minute), region: "GB", sent: 1, verified: 0),
-                    ConversionCount(minute: Int64(minute), region: "US", sent: 2, verified: 1),
+                    ConversionCount(minute: Int64(minute) - 1, region: "FR", sent: 1, verified: 0, longestLife: 30_000),
+                    ConversionCount(minute: Int64(minute), region: "GB", sent: 1, verified: 0, longestLife: 300_000),
+                    ConversionCount(minute: Int64(minute), region: "US", sent: 2, verified: 1, longestLife: 600_000),
                 ])
         }
     }

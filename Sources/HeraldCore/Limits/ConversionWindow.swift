@@ -7,9 +7,13 @@ public struct ConversionCount: Sendable, Equatable {
     public var region: String
     public var sent: Int
     public var verified: Int
+    /// The longest code life (expiry less creation, ms) among those sessions: what the sessions
+    /// themselves say about how long their minute can still change, whatever this process's
+    /// configuration says (`ConversionWindow`).
+    public var longestLife: Int64
 
-    public init(minute: Int64, region: String, sent: Int, verified: Int) {
-        (self.minute, self.region, self.sent, self.verified) = (minute, region, sent, verified)
+    public init(minute: Int64, region: String, sent: Int, verified: Int, longestLife: Int64 = 0) {
+        (self.minute, self.region, self.sent, self.verified, self.longestLife) = (minute, region, sent, verified, longestLife)
     }
 
     /// The minute `date` falls in, in minutes since 1970 (rounded down, as `created_at_ms / 60000`).
@@ -20,14 +24,22 @@ public struct ConversionCount: Sendable, Equatable {
 
 /// The last hour's verified ÷ sent per region (the `herald_sms_conversion_*` gauges), kept by the
 /// minute, so that each pass reads again only the minutes whose sessions can still change. A session
-/// is verified before it expires or never, so a minute is final once `settle` (the longest code life,
-/// plus a margin for late commits and other hosts' clocks) has passed. Scanning the whole hour each
-/// minute cost every herald-api about half a microsecond per session of that hour: most of a second
-/// of each minute at 500 sends/s, and growing with the rate.
+/// is verified before it expires or never, so a minute is final once the longest code life, plus
+/// `margin` for late commits and other hosts' clocks, has passed. Scanning the whole hour each minute
+/// cost every herald-api about half a microsecond per session of that hour: most of a second of each
+/// minute at 500 sends/s, and growing with the rate.
+///
+/// The longest code life is the larger of the configured one (`settle`, from this process's
+/// configuration) and the longest the hour's sessions had (`ConversionCount.longestLife`): after a
+/// restart with a shorter `codeTTL`, or beside another herald-api configured with a longer one,
+/// sessions verified late in a longer life are still counted.
 public struct ConversionWindow: Sendable {
     public let span: Duration
+    /// The configured longest code life plus `margin`: the least a minute stays open.
     public let settle: Duration
     private var minutes: [Int64: [String: (sent: Int, verified: Int)]] = [:]
+    /// The longest code life (ms) among each kept minute's sessions.
+    private var lives: [Int64: Int64] = [:]
     /// When the last scan taken began.
     private var lastScan: Date?
     /// Regions with sessions in the hour, as of the last scan taken.
@@ -37,17 +49,26 @@ public struct ConversionWindow: Sendable {
     /// otherwise hold the conversion alert until the process restarts.
     private var vanished: Set<String> = []
 
+    /// For late commits and other hosts' clocks, beyond a code's life.
+    public static let margin: Duration = .seconds(60)
+
     public init(span: Duration = .seconds(3_600), settle: Duration) {
         self.span = span
         self.settle = settle
     }
 
+    /// How long a minute stays open: `settle`, or the longest code life among the kept minutes'
+    /// sessions plus `margin` when that is longer.
+    public var effectiveSettle: Duration {
+        max(settle, .milliseconds(lives.values.max() ?? 0) + Self.margin)
+    }
+
     /// Where a scan at `now` starts, on a minute boundary: the span's first minute on the first pass
-    /// (or when `settle` reaches across the span); otherwise `settle` before the last scan taken, so a
-    /// pass that failed leaves no minute unread.
+    /// (or when the settle reaches across the span); otherwise the settle before the last scan taken,
+    /// so a pass that failed leaves no minute unread.
     public func scanStart(now: Date) -> Date {
         var start = now.addingTimeInterval(-span.seconds)
-        if let lastScan { start = max(start, lastScan.addingTimeInterval(-settle.seconds)) }
+        if let lastScan { start = max(start, lastScan.addingTimeInterval(-effectiveSettle.seconds)) }
         return Date(timeIntervalSince1970: TimeInterval(ConversionCount.minute(of: start) * 60))
     }
 
@@ -57,9 +78,11 @@ public struct ConversionWindow: Sendable {
         let start = ConversionCount.minute(of: scanStart(now: now))
         let first = ConversionCount.minute(of: now.addingTimeInterval(-span.seconds))
         minutes = minutes.filter { $0.key >= first && $0.key < start }
+        lives = lives.filter { $0.key >= first && $0.key < start }
         for row in rows where row.minute >= first {
             minutes[row.minute, default: [:]][row.region, default: (0, 0)].sent += row.sent
             minutes[row.minute, default: [:]][row.region, default: (0, 0)].verified += row.verified
+            lives[row.minute] = max(lives[row.minute] ?? 0, row.longestLife)
         }
         lastScan = now
         let present = Set(minutes.values.flatMap(\.keys))
