@@ -169,6 +169,7 @@ struct HousekeepingPurgeTests {
         #expect(left == [3, 1, 0, 1])
         #expect(sweep.cursor == nil)
     }
+
     /// One expired session, a day and a minute past its expiry at `now`.
     func expiredSession(_ id: String, now: Date, in store: MemoryStore) async throws {
         let expired = now.addingTimeInterval(-86_400 - 60)
