@@ -36,7 +36,8 @@ extension SQLStore {
     public func copy(
         to target: SQLStore, batchSize: Int = 500, progress: @Sendable (_ table: String, _ copied: Int, _ total: Int) -> Void = { _, _, _ in }
     ) async throws -> [CopiedTable] {
-        let (sourceStatus, targetStatus) = (try await status(), try await target.status())
+        // The source counted exactly (the copy reads every row anyway), the target only asked its version.
+        let (sourceStatus, targetStatus) = (try await status(rows: .exact), try await target.status(rows: .none))
         guard sourceStatus.version == targetStatus.version, sourceStatus.version == Migrations.latestVersion else {
             throw StoreError(
                 .failed,

@@ -286,7 +286,7 @@ extension HeraldAdminCommand {
                 } else {
                     applied = try await store.migrate()
                 }
-                let status = try await store.status()
+                let status = try await store.status(rows: .none)
                 print(
                     applied.isEmpty
                         ? "store: schema already at version \(status.version)"
@@ -347,15 +347,21 @@ extension HeraldAdminCommand {
         struct Status: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Show the store's backend, schema version and rows per table.")
             @OptionGroup var options: CommonOptions
+            @Flag(
+                help:
+                    "Count every table's rows (on PostgreSQL a scan of each, holding a snapshot that slows admissions while it lasts; by default PostgreSQL's own estimates)."
+            ) var exactRows = false
 
             func run() async throws {
                 let (configuration, store) = try await adminStore(options, migrate: false)
-                let status = try await store.status()
+                let status = try await store.status(rows: exactRows ? .exact : .estimated)
                 print("backend\t\(status.backend.rawValue)\t\(configuration.store.location.redacted)")
                 print("durability\t\(status.durability)")
                 let behind = status.version < status.latest ? " (behind: run herald-admin store migrate)" : ""
                 print("schema\t\(status.version)\tof \(status.latest) known to this build\(behind)")
-                for (table, rows) in status.rows { print("rows\t\(table)\t\(rows)") }
+                for (table, rows) in status.rows {
+                    print("rows\t\(table)\t\(status.rowsEstimated ? "~\(rows) (estimated; --exact-rows counts)" : "\(rows)")")
+                }
                 if status.version >= Migrations.turnsVersion {
                     print("housekeeping\t\(HousekeepingTurn.describe(try await store.turnHolder(HousekeepingTurn.name), now: Date()))")
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTesting
 import Testing
 
 @testable import HeraldStore
@@ -586,5 +587,36 @@ struct StoreConformanceTests {
         let migrated = try await fixture.openSQL()
         #expect(try await store.status().version == Migrations.latestVersion)
         await fixture.tearDown(store, migrated)
+    }
+
+    /// On PostgreSQL, `store status` reads the server's running counts instead of scanning every
+    /// table under a snapshot; SQLite keeps none and counts. `store migrate` counts nothing.
+    @Test(
+        "row counts: estimated on PostgreSQL from its own statistics, counted on SQLite, none when not asked",
+        arguments: [StoreKind.sqlite, .postgres])
+    func rowCounts(_ kind: StoreKind) async throws {
+        let fixture = try StoreFixture(kind)
+        let store = try await fixture.openSQL()
+        let now = Date()
+        for index in 0..<25 {
+            try await store.insertUser(
+                UserAccount(
+                    localID: "u\(index)", projectID: "p", phoneNumber: nil, email: nil, emailVerified: false, passwordHash: nil, displayName: nil,
+                    emailLinkSignin: false, createdAt: now, lastLoginAt: now, validSince: now, disabled: false))
+        }
+        let none = try await store.status(rows: .none)
+        #expect(none.rows.isEmpty && none.version == Migrations.latestVersion)
+        let exact = try await store.status(rows: .exact)
+        #expect(exact.rowsEstimated == false && exact.rows.first { $0.table == "users" }?.rows == 25)
+        // The server publishes a session's counts within a second or so of its commits going idle.
+        var estimated = try await store.status(rows: .estimated)
+        let caughtUp = await eventually(timeout: .seconds(20)) {
+            estimated = (try? await store.status(rows: .estimated)) ?? estimated
+            return estimated.rows.first { $0.table == "users" }?.rows == 25
+        }
+        #expect(caughtUp, "\(estimated.rows)")
+        #expect(estimated.rowsEstimated == (kind == .postgres))
+        #expect(estimated.rows.map(\.table) == exact.rows.map(\.table))
+        await fixture.tearDown(store)
     }
 }

@@ -111,8 +111,9 @@ struct StoreCopyTests {
         var settings = TestConfiguration()
         settings.stateDir = directory + "/state"
         settings.storeURL = target.location
+        let configPath = try settings.write()
         let status = try HeraldProcess(
-            "herald-admin", arguments: ["store", "status", "--config", try settings.write()], logDirectory: directory)
+            "herald-admin", arguments: ["store", "status", "--exact-rows", "--config", configPath], logDirectory: directory)
         #expect(await status.waitForExit(timeout: .seconds(30)) == 0, "\(status.output)")
         let lines = status.output.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("backend\tpostgres\tpostgres://") == true, "\(status.output)")
@@ -121,6 +122,10 @@ struct StoreCopyTests {
         #expect(lines.contains("rows\tusers\t1236"))
         #expect(lines.contains("rows\tdeliveries\t1"))
         #expect(status.output.contains(password) == false)
+        // Without --exact-rows, PostgreSQL's own estimates, marked as such.
+        let estimated = try HeraldProcess("herald-admin", arguments: ["store", "status", "--config", configPath], logDirectory: directory)
+        #expect(await estimated.waitForExit(timeout: .seconds(30)) == 0, "\(estimated.output)")
+        #expect(estimated.output.contains("rows\tusers\t~") && estimated.output.contains("(estimated; --exact-rows counts)"), "\(estimated.output)")
     }
 }
 
