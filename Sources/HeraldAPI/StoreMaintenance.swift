@@ -47,7 +47,7 @@ struct StoreMaintenance: Service {
 
     func run() async throws {
         var conversion = ConversionWindow(settle: conversionSettle)
-        var turn = HousekeepingTurn(holder: holder)
+        var turn = HousekeepingTurn()
         var rateKeys = RateKeySweep.housekeeping
         while Task.isCancelled == false, Task.isShuttingDownGracefully == false {
             // Passes start a minute apart, or at once after one that took longer (a pass behind takes up

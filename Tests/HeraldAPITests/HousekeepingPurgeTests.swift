@@ -191,7 +191,7 @@ struct HousekeepingPurgeTests {
         first.holder = "first"
         var second = housekeeping(store)
         second.holder = "second"
-        var (firstTurn, secondTurn) = (HousekeepingTurn(holder: "first"), HousekeepingTurn(holder: "second"))
+        var (firstTurn, secondTurn) = (HousekeepingTurn(), HousekeepingTurn())
         var (firstSweep, secondSweep) = (RateKeySweep.housekeeping, RateKeySweep.housekeeping)
 
         try await expiredSession("s1", now: now, in: store)

@@ -10,14 +10,14 @@ struct HousekeepingTurnTests {
 
     @Test("a try holds the turn for its term from the try's instant, to the millisecond")
     func until() {
-        let turn = HousekeepingTurn(holder: "a", term: .milliseconds(180_250))
+        let turn = HousekeepingTurn(term: .milliseconds(180_250))
         #expect(turn.until(now: start) == 1_800_000_000_000 + 180_250)
-        #expect(HousekeepingTurn(holder: "a").until(now: start) == 1_800_000_000_000 + 180_000)
+        #expect(HousekeepingTurn().until(now: start) == 1_800_000_000_000 + 180_000)
     }
 
     @Test("taking, keeping, losing and taking again: each change is said once")
     func changes() {
-        var turn = HousekeepingTurn(holder: "a")
+        var turn = HousekeepingTurn()
         #expect(turn.holding == false)
         #expect(turn.tried(held: false) == nil)
         #expect(turn.tried(held: true) == .took)

@@ -16,13 +16,7 @@ struct LimitsAcrossProcessesTests {
             }
         ) { stack in
             try await stack.startAPI()
-            let secondPort = freePort()
-            let second = try HeraldProcess(
-                "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
-                environment: ["HERALD_HTTP_PORT": String(secondPort), "HERALD_HTTP_METRICS_PORT": String(freePort())])
-            stack.stoppedProcesses.append(second)
-            let secondClient = HeraldClient(port: secondPort)
-            #expect(await eventually(timeout: .seconds(20)) { (try? await secondClient.get("/readyz"))?.status == 200 })
+            let (second, secondClient) = try await stack.startAnotherAPI()
             let answers = try await withThrowingTaskGroup(of: HeraldClient.Answer.self) { group in
                 for index in 0..<200 {
                     let client = index.isMultiple(of: 2) ? stack.client : secondClient
@@ -55,11 +49,8 @@ struct LimitsAcrossProcessesTests {
     func housekeepingTurnAcrossTwoAPIs(_ store: TestStore) async throws {
         try await StackHarness.run(store: store) { stack in
             try await stack.startAPI()
-            let (secondPort, secondMetrics) = (freePort(), freePort())
-            let second = try HeraldProcess(
-                "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
-                environment: ["HERALD_HTTP_PORT": String(secondPort), "HERALD_HTTP_METRICS_PORT": String(secondMetrics)])
-            stack.stoppedProcesses.append(second)
+            let secondMetrics = freePort()
+            let (second, _) = try await stack.startAnotherAPI(metricsPort: secondMetrics)
             var held: [Bool?] = []
             let tried = await eventually(timeout: .seconds(20)) {
                 held = [await holdsTurn(metricsPort: stack.settings.apiMetricsPort), await holdsTurn(metricsPort: secondMetrics)]
@@ -72,7 +63,6 @@ struct LimitsAcrossProcessesTests {
             #expect(await holder.terminate() == 0)
             let after = try await stack.admin(["store", "status"])
             #expect(after.contains("housekeeping\tnot held"), "\(after)")
-            await second.terminate()
         }
     }
 

@@ -42,11 +42,7 @@ struct MonitoringTests {
             try await stack.waitForGateway(3)
             // A second herald-api: its start-up housekeeping publishes the conversion of the sends above.
             let secondMetrics = freePort()
-            let second = try HeraldProcess(
-                "herald-api", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
-                environment: ["HERALD_HTTP_PORT": String(freePort()), "HERALD_HTTP_METRICS_PORT": String(secondMetrics)])
-            stack.stoppedProcesses.append(second)
-            defer { Task { _ = await second.terminate() } }
+            _ = try await stack.startAnotherAPI(metricsPort: secondMetrics)
 
             let home = stack.settings.stateDir + "/prometheus"
             try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)

@@ -18,6 +18,8 @@ final class StackHarness: @unchecked Sendable {
     var api: HeraldProcess?
     var workers: [HeraldProcess] = []
     var stoppedProcesses: [HeraldProcess] = []
+    /// herald-api processes beside `api` (`startAnotherAPI`).
+    var otherAPIs: [HeraldProcess] = []
     let client: HeraldClient
 
     /// The test's own handle on the shared store, opened on first use.
@@ -66,6 +68,21 @@ final class StackHarness: @unchecked Sendable {
         guard (try? await client.get("/readyz"))?.status == 200 else {
             throw TestFailure("herald-api did not become ready:\n\(process.output.suffix(3000))")
         }
+    }
+
+    /// Another herald-api on the same configuration and store, on HTTP and metrics ports of its own,
+    /// once it answers `/readyz`: a second API host.
+    func startAnotherAPI(metricsPort: Int = freePort()) async throws -> (process: HeraldProcess, client: HeraldClient) {
+        let port = freePort()
+        let process = try HeraldProcess(
+            "herald-api", arguments: ["--config", configPath], logDirectory: settings.stateDir,
+            environment: ["HERALD_HTTP_PORT": String(port), "HERALD_HTTP_METRICS_PORT": String(metricsPort)])
+        otherAPIs.append(process)
+        let client = HeraldClient(port: port)
+        guard await eventually(timeout: .seconds(20), { (try? await client.get("/readyz"))?.status == 200 }) else {
+            throw TestFailure("the other herald-api did not become ready:\n\(process.output.suffix(3000))")
+        }
+        return (process, client)
     }
 
     @discardableResult
@@ -162,10 +179,10 @@ final class StackHarness: @unchecked Sendable {
     }
 
     /// All output of every process this harness started.
-    var allOutput: String { ([api].compactMap { $0 } + workers + stoppedProcesses).map(\.output).joined(separator: "\n") }
+    var allOutput: String { ([api].compactMap { $0 } + otherAPIs + workers + stoppedProcesses).map(\.output).joined(separator: "\n") }
 
     func stop() async {
-        for process in workers + [api].compactMap({ $0 }) { await process.terminate() }
+        for process in workers + otherAPIs + [api].compactMap({ $0 }) { await process.terminate() }
         let topology = self.topology
         try? await admin.perform { try topology.delete(on: $0) }
         await admin.shutdown()

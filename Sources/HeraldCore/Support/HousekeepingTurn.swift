@@ -21,8 +21,6 @@ public struct HousekeepingTurn: Sendable, Equatable {
 
     /// How long a try holds the turn.
     public let term: Duration
-    /// This process, as the store records the holder (`SecureRandom.instanceName()`).
-    public let holder: String
     /// Whether this process held the turn after its last try.
     public private(set) var holding = false
 
@@ -35,8 +33,7 @@ public struct HousekeepingTurn: Sendable, Equatable {
 
     /// Three minutes: three passes' renewals, so one pass that fails or runs long does not hand the
     /// turn over, and a dead holder's work waits at most three minutes and a pass.
-    public init(holder: String, term: Duration = .seconds(180)) {
-        self.holder = holder
+    public init(term: Duration = .seconds(180)) {
         self.term = term
     }
 
