@@ -2,7 +2,8 @@
 # Installs what Herald needs on Debian and is missing; does nothing when all is present.
 #   scripts/setup.sh          system packages for building and running
 #   scripts/setup.sh --test   plus what the test suite needs
-#   scripts/setup.sh --bench  plus what the test suite and `make bench` need (wrk drives the load, perf profiles)
+#   scripts/setup.sh --bench  plus what the test suite and `make bench` need (wrk drives the load, perf profiles,
+#                             valgrind counts herald-api's instructions per send)
 set -euo pipefail
 
 packages=(rabbitmq-server librabbitmq-dev libcurl4-openssl-dev libsqlite3-dev libjemalloc-dev pkg-config curl python3)
@@ -14,6 +15,7 @@ if [ "${1:-}" = "--bench" ]; then packages+=(wrk linux-perf); fi
 # page test headless Chromium through chromedriver; without recommends (node exporter, smartmontools…).
 lean=()
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then lean+=(prometheus chromium chromium-driver); fi
+if [ "${1:-}" = "--bench" ]; then lean+=(valgrind binutils); fi
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for package in "${packages[@]}"; do installed "$package" || missing+=("$package"); done

@@ -24,7 +24,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
     @Option(
         help:
-            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip; then, on SQLite, what an operator's scan of --report-rows costs a write beside it), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
+            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip; then, on SQLite, what an operator's scan of --report-rows costs a write beside it), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), instructions (herald-api under callgrind: user-space instructions per send at c64, which the machine's neighbours do not move; needs valgrind), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
     )
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
@@ -46,7 +46,11 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     var gatewayLatency = 0
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
     @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
-    @Option(help: "Store of the profile and both pair suites: sqlite or postgres.") var profileStore = "sqlite"
+    @Option(help: "Store of the profile, instructions and both pair suites: sqlite or postgres.") var profileStore = "sqlite"
+    @Option(help: "Sends counted in each run of the instructions suite (after \(HeraldBenchCommand.warmUpSends) not counted).")
+    var instructionSends = 2_000
+    @Option(help: "Where the instructions suite keeps its callgrind dumps (one per run, for callgrind_annotate); by default they are removed.")
+    var callgrindDir: String?
     @Option(
         name: .customLong("limits"),
         help:
@@ -113,6 +117,9 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         }
         if suite == "profile" {
             try await perfTopTen(store: profileStore == "postgres" ? .postgres : .sqlite, keeping: perfData, loadRuns: runs, prefillRows: prefill)
+        }
+        if suite == "instructions" {
+            try await instructionCounts()
         }
         if suite == "pair" {
             guard let baselineBin else { throw ValidationError("--suite pair needs --baseline-bin DIR") }
@@ -648,7 +655,8 @@ struct BenchStack: Sendable {
 
     static func start(
         limits: String, store: TestStore = .sqlite, apis count: Int = 1, worker startsWorker: Bool = true,
-        workerInFlight: Int = BenchStack.deployInFlight, binDirectory: String? = nil, configure: (inout TestConfiguration) -> Void = { _ in }
+        workerInFlight: Int = BenchStack.deployInFlight, binDirectory: String? = nil, apiLauncher: [String] = [],
+        readyTimeout: Duration = .seconds(30), configure: (inout TestConfiguration) -> Void = { _ in }
     ) async throws -> BenchStack {
         // Another build's executables by absolute path (the pair suite), else this build's.
         func executable(_ name: String) -> String { binDirectory.map { "\($0)/\(name)" } ?? name }
@@ -672,9 +680,11 @@ struct BenchStack: Sendable {
         for index in 0..<count {
             let port = index == 0 ? settings.apiPort : freePort()
             metricsPorts.append(freePort())
+            // `apiLauncher`: a program that runs herald-api (its absolute path last), valgrind in the instructions suite.
             apis.append(
                 try HeraldProcess(
-                    executable("herald-api"), arguments: ["--config", path], logDirectory: settings.stateDir,
+                    apiLauncher.first ?? executable("herald-api"), arguments: apiLauncher.dropFirst() + ["--config", path],
+                    logDirectory: settings.stateDir,
                     environment: ["HERALD_HTTP_PORT": String(port), "HERALD_HTTP_METRICS_PORT": String(metricsPorts[index])]))
             clients.append(HeraldClient(port: port))
         }
@@ -691,7 +701,7 @@ struct BenchStack: Sendable {
             apiPorts: clients.compactMap { Int($0.baseURL.split(separator: ":").last ?? "") }, apiMetricsPorts: metricsPorts,
             arrivals: ArrivalClock())
         for (api, client) in zip(apis, clients) {
-            guard await eventually(timeout: .seconds(30), { (try? await client.get("/readyz"))?.status == 200 }) else {
+            guard await eventually(timeout: readyTimeout, { (try? await client.get("/readyz"))?.status == 200 }) else {
                 // Stop what started (the worker too), or it keeps running, holding CPU the next run measures.
                 let output = api.output.suffix(2000)
                 await stack.stop()

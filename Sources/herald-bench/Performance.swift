@@ -49,6 +49,9 @@ extension HeraldBenchCommand {
         }
         table.print(targets: Self.targets, variants: variants.map(\.label))
         if Perf.available { try await perfTopTen(perSend: table.median("API: CPU µs per send (user+system)", "sqlite")) }
+        // The one figure here the neighbours do not move: compare it across days and builds.
+        print("")
+        try await instructionCounts(listing: 10)
     }
 
     /// Each figure's target, as the issue states it.
