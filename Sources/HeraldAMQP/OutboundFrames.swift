@@ -34,10 +34,11 @@ struct OutboundFrames {
     /// `basic.publish`, its content header and as many body frames as `frameMax` requires. Throws (and
     /// writes nothing) when a name does not fit a short string, as rabbitmq-c's encoder refuses it.
     mutating func publish(_ message: AMQPOutgoingMessage, channel: UInt16, frameMax: Int) throws(AMQPError) {
-        let names = [message.exchange, message.routingKey, message.contentType, message.messageID, message.type].compactMap { $0 }
-        if let long = (names + message.headers.keys).first(where: { $0.utf8.count > 255 }) {
-            throw AMQPError(.library, "basic.publish: \"\(long.prefix(40))…\" is longer than an AMQP short string (255 bytes)")
+        // Checked in place: the arrays this was built from were most of an encoding's allocations.
+        for name in [message.exchange, message.routingKey, message.contentType, message.messageID, message.type] {
+            try Self.checkShortString(name)
         }
+        for name in message.headers.keys { try Self.checkShortString(name) }
         frame(Self.methodFrame, channel) { out in
             out.u16(Self.basicClass)
             out.u16(Self.publishMethod)
@@ -60,6 +61,11 @@ struct OutboundFrames {
             frame(Self.bodyFrame, channel) { out in out.bytes.append(contentsOf: message.body[offset..<end]) }
             offset = end
         }
+    }
+
+    private static func checkShortString(_ name: String?) throws(AMQPError) {
+        guard let name, name.utf8.count > 255 else { return }
+        throw AMQPError(.library, "basic.publish: \"\(name.prefix(40))…\" is longer than an AMQP short string (255 bytes)")
     }
 
     /// `basic.ack` of one delivery, or with `multiple` of every unacknowledged one up to `tag`.
@@ -101,7 +107,8 @@ struct OutboundFrames {
     /// The basic class's property flags and the properties present, in flag order: content-type (bit
     /// 15), headers (13), delivery-mode (12), message-id (7), timestamp (6), type (5).
     private mutating func properties(_ message: AMQPOutgoingMessage) {
-        let headers = message.headers.filter { $0.value != .unsupported }
+        // Names in the order `CArena.table` writes them, without building a filtered dictionary first.
+        let headers = message.headers.lazy.filter { $0.value != .unsupported }.sorted { $0.key < $1.key }
         var flags: UInt16 = 0
         if message.contentType != nil { flags |= 1 << 15 }
         if headers.isEmpty == false { flags |= 1 << 13 }
@@ -120,11 +127,11 @@ struct OutboundFrames {
 
     /// A field table: its byte length, then name and typed value per entry (`S` long string, `l` signed
     /// 64-bit, `t` boolean), names in order as `CArena.table` writes them.
-    private mutating func table(_ entries: [String: AMQPHeaderValue]) {
+    private mutating func table(_ entries: [(key: String, value: AMQPHeaderValue)]) {
         let sizeAt = bytes.count
         u32(0)
         let start = bytes.count
-        for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
+        for (key, value) in entries {
             shortString(key)
             switch value {
             case .string(let text):
