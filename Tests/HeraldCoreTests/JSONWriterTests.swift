@@ -55,4 +55,27 @@ struct JSONWriterTests {
             #expect((object["list"] as? [String]) == [text])
         }
     }
+
+    @Test("the word-at-a-time escape scan agrees with a byte-by-byte one: every length to 24, every position, every byte")
+    func escapeScan() {
+        func naive(_ bytes: [UInt8]) -> Bool { bytes.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") } }
+        // Fillers around the byte under test: plain ASCII, and bytes of multi-byte UTF-8 (0x80 and above).
+        for filler: UInt8 in [UInt8(ascii: "a"), 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xFF] {
+            for length in 0...24 {
+                let plain = [UInt8](repeating: filler, count: length)
+                #expect(plain.withUnsafeBufferPointer(JSONWriter.needsEscape) == naive(plain))
+                for position in 0..<length {
+                    for byte in UInt8.min...UInt8.max {
+                        var bytes = plain
+                        bytes[position] = byte
+                        let scanned = bytes.withUnsafeBufferPointer(JSONWriter.needsEscape)
+                        if scanned != naive(bytes) {
+                            Issue.record("filler \(filler), length \(length), byte \(byte) at \(position): scan says \(scanned)")
+                            return
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
