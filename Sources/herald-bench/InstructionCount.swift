@@ -10,10 +10,13 @@ extension HeraldBenchCommand {
     /// Sends made before counting starts: connections open, statements prepared, caches filled.
     static let warmUpSends = 500
 
-    func instructionCounts(listing: Int = 25) async throws {
+    /// Prints each run's count and the functions of the last; returns the counts per send (none when
+    /// valgrind is missing).
+    @discardableResult
+    func instructionCounts(listing: Int = 25) async throws -> [Double] {
         guard await shellStatus("(command -v valgrind && command -v callgrind_annotate && command -v objcopy) >/dev/null") == 0 else {
             print("(i) skipped: valgrind or objcopy is not installed (apt-get install valgrind binutils; make bench installs them)")
-            return
+            return []
         }
         let scratch = NSTemporaryDirectory() + "herald-callgrind-\(UUID().uuidString.prefix(6))"
         // The dumps are kept where --callgrind-dir says (for callgrind_annotate --tree=calling).
@@ -58,11 +61,12 @@ extension HeraldBenchCommand {
                 String(
                     format: "(i) herald-api instructions per send: %.0f [%.0f–%.0f] over %d runs", Self.percentile(perSend, 0.5),
                     perSend.min() ?? 0, perSend.max() ?? 0, perSend.count))
+            await stack.stop()
+            return perSend
         } catch {
             await stack.stop()
             throw error
         }
-        await stack.stop()
     }
 
     /// `count` sends at concurrency 64 through the stack's first herald-api; returns how many it accepted.
