@@ -379,22 +379,27 @@ struct HeraldBenchCommand: AsyncParsableCommand {
 
     /// Queues `backlog` sends through `stack`'s first herald-api, 64 at a time, to numbers from `offset` on.
     func queueBacklog(_ stack: BenchStack, offset: Int) async throws {
+        try await queueSends(backlog, through: stack, offset: offset)
+    }
+
+    /// `count` sends through `stack`'s first herald-api, 64 at a time, each to a number of its own from
+    /// `offset` on; throws at the first one not accepted (the bench's limits refuse nothing).
+    func queueSends(_ count: Int, through stack: BenchStack, offset: Int) async throws {
         let queued = Locked(0)
-        let backlog = backlog
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for worker in 0..<64 {
+            for _ in 0..<64 {
                 group.addTask {
                     while true {
-                        let index = queued.withLock { count -> Int? in
-                            guard count < backlog else { return nil }
-                            count += 1
-                            return count
+                        let index = queued.withLock { queued -> Int? in
+                            guard queued < count else { return nil }
+                            queued += 1
+                            return queued
                         }
                         guard let index else { return }
                         let answer = try await stack.client.post(
                             "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
-                            json: ["phoneNumber": BenchStack.phone(offset + worker * 100_000 + index)])
-                        guard answer.status == 200 else { throw TestFailure("queueing the backlog: HTTP \(answer.status)") }
+                            json: ["phoneNumber": BenchStack.phone(offset + index)])
+                        guard answer.status == 200 else { throw TestFailure("sendVerificationCode: HTTP \(answer.status)") }
                     }
                 }
             }

@@ -27,20 +27,22 @@ extension HeraldBenchCommand {
         // sections it runs the same code, and the symbol table still names every function.
         let binary = scratch + "/herald-api"
         _ = try await shell("objcopy --strip-debug \(shellQuoted(HeraldProcess.binDirectory + "/herald-api")) \(shellQuoted(binary))")
+        let valgrind = try await shell("command -v valgrind").trimmingCharacters(in: .whitespacesAndNewlines)
         let launcher = [
-            "/usr/bin/valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=\(directory)/callgrind.out", binary,
+            valgrind, "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=\(directory)/callgrind.out", binary,
         ]
         let stack = try await BenchStack.start(
             limits: measuredLimitsSection, store: profileStore == "postgres" ? .postgres : .sqlite, apiLauncher: launcher,
             readyTimeout: .seconds(120))
         do {
             let pid = stack.apis[0].pid
-            _ = try await sends(Self.warmUpSends, through: stack, from: 80_000_000)
+            try await queueSends(Self.warmUpSends, through: stack, offset: 80_000_000)
             var perSend: [Double] = []
             for run in 1...runs {
                 let batchesBefore = try await batchTotals(stack)
                 _ = try await shell("callgrind_control --zero \(pid) >/dev/null && callgrind_control --instr=on \(pid) >/dev/null")
-                let accepted = try await sends(instructionSends, through: stack, from: 80_000_000 + run * 1_000_000)
+                try await queueSends(instructionSends, through: stack, offset: 80_000_000 + run * 1_000_000)
+                let accepted = instructionSends
                 _ = try await shell("callgrind_control --dump=run\(run) \(pid) >/dev/null && callgrind_control --instr=off \(pid) >/dev/null")
                 let batches = try await batchTotals(stack)
                 let dump = try await newestDump(in: directory)
@@ -67,32 +69,6 @@ extension HeraldBenchCommand {
             await stack.stop()
             throw error
         }
-    }
-
-    /// `count` sends at concurrency 64 through the stack's first herald-api; returns how many it accepted.
-    private func sends(_ count: Int, through stack: BenchStack, from offset: Int) async throws -> Int {
-        let accepted = Locked(0)
-        let next = Locked(0)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<64 {
-                group.addTask {
-                    while true {
-                        let index = next.withLock { value -> Int? in
-                            guard value < count else { return nil }
-                            defer { value += 1 }
-                            return value
-                        }
-                        guard let index else { return }
-                        let answer = try await stack.client.post(
-                            "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
-                            json: ["phoneNumber": BenchStack.phone(offset + index)])
-                        if answer.status == 200 { accepted.withLock { $0 += 1 } }
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        return accepted.withLock { $0 }
     }
 
     /// herald-api's group-commit totals so far: store calls and commits (`herald_store_batch_size`).
