@@ -24,7 +24,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
     @Option(
         help:
-            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip; then, on SQLite, what an operator's scan of --report-rows costs a write beside it), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), instructions (herald-api under callgrind: user-space instructions per send at c64, which the machine's neighbours do not move; needs valgrind), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
+            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip; then, on SQLite, what an operator's scan of --report-rows costs a write beside it), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), instructions (herald-api, then herald-sms-worker, under callgrind: user-space instructions per send at c64 and per job delivered, which the machine's neighbours do not move; needs valgrind), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
     )
     var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
@@ -49,7 +49,10 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Store of the profile, instructions and both pair suites: sqlite or postgres.") var profileStore = "sqlite"
     @Option(help: "Sends counted in each run of the instructions suite (after \(HeraldBenchCommand.warmUpSends) not counted).")
     var instructionSends = 2_000
-    @Option(help: "Where the instructions suite keeps its callgrind dumps (one per run, for callgrind_annotate); by default they are removed.")
+    @Option(
+        help:
+            "Where the instructions suite keeps its callgrind dumps (DIR/herald-api, DIR/herald-sms-worker; one per run, for callgrind_annotate); by default they are removed."
+    )
     var callgrindDir: String?
     @Option(
         name: .customLong("limits"),
@@ -120,6 +123,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         }
         if suite == "instructions" {
             try await instructionCounts()
+            try await workerInstructionCounts()
         }
         if suite == "pair" {
             guard let baselineBin else { throw ValidationError("--suite pair needs --baseline-bin DIR") }
@@ -725,10 +729,12 @@ struct BenchStack: Sendable {
         return result
     }
 
-    /// Starts a herald-sms-worker (the first, when the stack started without one).
-    func startWorker() throws -> HeraldProcess {
+    /// Starts a herald-sms-worker (the first, when the stack started without one); `launcher` as
+    /// `start`'s `apiLauncher` (valgrind in the instructions suite).
+    func startWorker(launcher: [String] = []) throws -> HeraldProcess {
         let worker = try HeraldProcess(
-            binDirectory.map { "\($0)/herald-sms-worker" } ?? "herald-sms-worker", arguments: ["--config", configPath],
+            launcher.first ?? binDirectory.map { "\($0)/herald-sms-worker" } ?? "herald-sms-worker",
+            arguments: launcher.dropFirst() + ["--config", configPath],
             logDirectory: settings.stateDir,
             environment: Self.workerEnvironment(inFlight: workerInFlight))
         workers.withLock { $0.append(worker) }

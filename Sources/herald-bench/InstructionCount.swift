@@ -1,79 +1,146 @@
 import Foundation
 import HeraldTesting
 
-/// The instructions suite: herald-api under callgrind, its user-space instructions per accepted send.
-/// CPU time on this shared machine moved by a factor of 2.5–3.5 between days with the same build, so
-/// a change of a few percent could only be judged in pairs loaded together; an instruction count does
-/// not depend on the neighbours, so two builds measured on different days can be compared. It leaves
-/// out the kernel's share (about a third of a send's CPU time: see the profile suite's kernel lines).
+/// The instructions suite: herald-api under callgrind, its user-space instructions per accepted send,
+/// then herald-sms-worker's per job delivered. CPU time on this shared machine moved by a factor of
+/// 2.5–3.5 between days with the same build, so a change of a few percent could only be judged in pairs
+/// loaded together; an instruction count does not depend on the neighbours, so two builds measured on
+/// different days can be compared. It leaves out the kernel's share (about a third of a send's CPU
+/// time: see the profile suite's kernel lines).
 extension HeraldBenchCommand {
     /// Sends made before counting starts: connections open, statements prepared, caches filled.
     static let warmUpSends = 500
 
-    /// Prints each run's count and the functions of the last; returns the counts per send (none when
-    /// valgrind is missing).
-    @discardableResult
-    func instructionCounts(listing: Int = 25) async throws -> [Double] {
+    /// A process's executable copied without debug sections, and the valgrind command that runs it.
+    struct Callgrind {
+        let launcher: [String]
+        /// Where the dumps go: --callgrind-dir, else `scratch`.
+        let directory: String
+        /// The copy and (without --callgrind-dir) the dumps; removed by `remove()`.
+        let scratch: String
+
+        func remove() { try? FileManager.default.removeItem(atPath: scratch) }
+    }
+
+    /// nil (and a line saying so) when valgrind or objcopy is missing.
+    func callgrind(_ executable: String) async throws -> Callgrind? {
         guard await shellStatus("(command -v valgrind && command -v callgrind_annotate && command -v objcopy) >/dev/null") == 0 else {
             print("(i) skipped: valgrind or objcopy is not installed (apt-get install valgrind binutils; make bench installs them)")
-            return []
+            return nil
         }
         let scratch = NSTemporaryDirectory() + "herald-callgrind-\(UUID().uuidString.prefix(6))"
         // The dumps are kept where --callgrind-dir says (for callgrind_annotate --tree=calling).
-        let directory = callgrindDir ?? scratch
+        let directory = callgrindDir.map { "\($0)/\(executable)" } ?? scratch
         for path in [scratch, directory] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
         // valgrind 3.19 (Debian 12's) gives up on the DWARF 5 that Swift 6.3 emits; without the debug
         // sections it runs the same code, and the symbol table still names every function.
-        let binary = scratch + "/herald-api"
-        _ = try await shell("objcopy --strip-debug \(shellQuoted(HeraldProcess.binDirectory + "/herald-api")) \(shellQuoted(binary))")
+        let binary = scratch + "/" + executable
+        _ = try await shell("objcopy --strip-debug \(shellQuoted(HeraldProcess.binDirectory + "/" + executable)) \(shellQuoted(binary))")
         let valgrind = try await shell("command -v valgrind").trimmingCharacters(in: .whitespacesAndNewlines)
-        let launcher = [
-            valgrind, "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=\(directory)/callgrind.out", binary,
-        ]
+        return Callgrind(
+            launcher: [valgrind, "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=\(directory)/callgrind.out", binary],
+            directory: directory, scratch: scratch)
+    }
+
+    /// herald-api's instructions per accepted send at c64 with the default limits. Prints each run and
+    /// the functions of the last; returns the counts (none when valgrind is missing).
+    @discardableResult
+    func instructionCounts(listing: Int = 25) async throws -> [Double] {
+        guard let callgrind = try await callgrind("herald-api") else { return [] }
+        defer { callgrind.remove() }
         let stack = try await BenchStack.start(
-            limits: measuredLimitsSection, store: profileStore == "postgres" ? .postgres : .sqlite, apiLauncher: launcher,
+            limits: measuredLimitsSection, store: profileStore == "postgres" ? .postgres : .sqlite, apiLauncher: callgrind.launcher,
             readyTimeout: .seconds(120))
         do {
-            let pid = stack.apis[0].pid
             try await queueSends(Self.warmUpSends, through: stack, offset: 80_000_000)
-            var perSend: [Double] = []
-            for run in 1...runs {
-                let batchesBefore = try await batchTotals(stack)
-                _ = try await shell("callgrind_control --zero \(pid) >/dev/null && callgrind_control --instr=on \(pid) >/dev/null")
+            let counts = try await countedRuns(pid: stack.apis[0].pid, in: callgrind, process: "herald-api", unit: "send", listing: listing) {
+                run in
+                let before = try await batchTotals(port: stack.apiMetricsPorts[0])
                 try await queueSends(instructionSends, through: stack, offset: 80_000_000 + run * 1_000_000)
-                let accepted = instructionSends
-                _ = try await shell("callgrind_control --dump=run\(run) \(pid) >/dev/null && callgrind_control --instr=off \(pid) >/dev/null")
-                let batches = try await batchTotals(stack)
-                let dump = try await newestDump(in: directory)
-                let total = try Self.instructionTotal(of: dump)
-                let instructions = total / Double(max(1, accepted))
-                perSend.append(instructions)
-                print(
-                    String(
-                        format:
-                            "(i) run %d: %d sends accepted at concurrency 64; herald-api %.0f instructions per send (user space); %.1f sends per commit",
-                        run, accepted, instructions, (batches.calls - batchesBefore.calls) / max(1, batches.commits - batchesBefore.commits)))
-                if run == runs {
-                    print("\n(i) herald-api's functions by instructions of their own (self), per send, last run:")
-                    for line in try await topFunctions(of: dump, sends: accepted, count: listing) { print("  " + line) }
-                }
+                let after = try await batchTotals(port: stack.apiMetricsPorts[0])
+                return (
+                    instructionSends, String(format: "%.1f sends per commit", (after.calls - before.calls) / max(1, after.commits - before.commits))
+                )
             }
-            print(
-                String(
-                    format: "(i) herald-api instructions per send: %.0f [%.0f–%.0f] over %d runs", Self.percentile(perSend, 0.5),
-                    perSend.min() ?? 0, perSend.max() ?? 0, perSend.count))
             await stack.stop()
-            return perSend
+            return counts
         } catch {
             await stack.stop()
             throw error
         }
     }
 
-    /// herald-api's group-commit totals so far: store calls and commits (`herald_store_batch_size`).
-    private func batchTotals(_ stack: BenchStack) async throws -> (calls: Double, commits: Double) {
-        let text = String(decoding: try await HeraldClient(port: stack.apiMetricsPorts[0]).get("/metrics").body, as: UTF8.self)
+    /// herald-sms-worker's instructions per job delivered (its ledger claim and outcome, the gateway's
+    /// request), its jobs queued by herald-api while it runs, as in service.
+    @discardableResult
+    func workerInstructionCounts(listing: Int = 25) async throws -> [Double] {
+        guard let callgrind = try await callgrind("herald-sms-worker") else { return [] }
+        defer { callgrind.remove() }
+        let stack = try await BenchStack.start(
+            limits: Self.noLimits, store: profileStore == "postgres" ? .postgres : .sqlite, worker: false, workerInFlight: workerConcurrency)
+        do {
+            let worker = try stack.startWorker(launcher: callgrind.launcher)
+            var delivered = Self.warmUpSends
+            try await queueSends(Self.warmUpSends, through: stack, offset: 90_000_000)
+            try await waitForGateway(stack, count: delivered)
+            let counts = try await countedRuns(pid: worker.pid, in: callgrind, process: "herald-sms-worker", unit: "job", listing: listing) {
+                run in
+                let before = try await batchTotals(port: stack.settings.metricsPort)
+                try await queueSends(instructionSends, through: stack, offset: 90_000_000 + run * 1_000_000)
+                delivered += instructionSends
+                try await waitForGateway(stack, count: delivered)
+                let after = try await batchTotals(port: stack.settings.metricsPort)
+                return (
+                    instructionSends,
+                    String(format: "%.1f store calls per commit", (after.calls - before.calls) / max(1, after.commits - before.commits))
+                )
+            }
+            await stack.stop()
+            return counts
+        } catch {
+            await stack.stop()
+            throw error
+        }
+    }
+
+    /// `runs` times: counting zeroed and on, `work` (returns the units done and a note), a dump. Prints
+    /// each run, the median with its range, and the functions of the last run by self cost.
+    private func countedRuns(
+        pid: Int32, in callgrind: Callgrind, process: String, unit: String, listing: Int, work: (Int) async throws -> (Int, String)
+    ) async throws -> [Double] {
+        var perUnit: [Double] = []
+        for run in 1...runs {
+            _ = try await shell("callgrind_control --zero \(pid) >/dev/null && callgrind_control --instr=on \(pid) >/dev/null")
+            let (units, note) = try await work(run)
+            _ = try await shell("callgrind_control --dump=run\(run) \(pid) >/dev/null && callgrind_control --instr=off \(pid) >/dev/null")
+            let dump = try newestDump(in: callgrind.directory)
+            let instructions = try Self.instructionTotal(of: dump) / Double(max(1, units))
+            perUnit.append(instructions)
+            print(
+                String(
+                    format: "(i) run %d: %@ %.0f instructions per %@ (user space; %d counted at concurrency 64); %@", run, process, instructions,
+                    unit, units, note))
+            if run == runs {
+                print("\n(i) \(process)'s functions by instructions of their own (self), per \(unit), last run:")
+                for line in try await topFunctions(of: dump, units: units, count: listing) { print("  " + line) }
+            }
+        }
+        print(
+            String(
+                format: "(i) %@ instructions per %@: %.0f [%.0f–%.0f] over %d runs", process, unit, Self.percentile(perUnit, 0.5),
+                perUnit.min() ?? 0, perUnit.max() ?? 0, perUnit.count))
+        return perUnit
+    }
+
+    private func waitForGateway(_ stack: BenchStack, count: Int) async throws {
+        guard await eventually(timeout: .seconds(300), { stack.gateway.receivedCount >= count }) else {
+            throw TestFailure("the worker under callgrind delivered \(stack.gateway.receivedCount) of \(count) jobs")
+        }
+    }
+
+    /// A process's group-commit totals so far: store calls and commits (`herald_store_batch_size`).
+    private func batchTotals(port: Int) async throws -> (calls: Double, commits: Double) {
+        let text = String(decoding: try await HeraldClient(port: port).get("/metrics").body, as: UTF8.self)
         func total(_ name: String) -> Double {
             text.split(separator: "\n").filter { $0.hasPrefix(name + "{") || $0.hasPrefix(name + " ") }
                 .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
@@ -82,7 +149,7 @@ extension HeraldBenchCommand {
     }
 
     /// The dump callgrind_control wrote last (`callgrind.out.N`, N counting dumps).
-    private func newestDump(in directory: String) async throws -> String {
+    private func newestDump(in directory: String) throws -> String {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("callgrind.out.") }
         guard let newest = names.max(by: { (Int($0.split(separator: ".").last ?? "") ?? 0) < (Int($1.split(separator: ".").last ?? "") ?? 0) })
         else { throw TestFailure("callgrind wrote no dump in \(directory)") }
@@ -98,8 +165,8 @@ extension HeraldBenchCommand {
         throw TestFailure("no instruction total in \(dump)")
     }
 
-    /// The `count` functions with the most instructions of their own, demangled, per send.
-    private func topFunctions(of dump: String, sends: Int, count: Int) async throws -> [String] {
+    /// The `count` functions with the most instructions of their own, demangled, per unit of work.
+    private func topFunctions(of dump: String, units: Int, count: Int) async throws -> [String] {
         let annotated = try await shell(
             "callgrind_annotate --inclusive=no --threshold=99 \(shellQuoted(dump)) 2>/dev/null | swift demangle --simplified 2>/dev/null")
         var lines: [String] = []
@@ -113,7 +180,7 @@ extension HeraldBenchCommand {
             var function = trimmed[trimmed.index(after: close)...].trimmingCharacters(in: .whitespaces)
             if function.hasPrefix("???:") { function.removeFirst(4) }
             if function.count > 110 { function = String(function.prefix(107)) + "…" }
-            lines.append(String(format: "%8.0f %@  %@", total / Double(max(1, sends)), String(share), function))
+            lines.append(String(format: "%8.0f %@  %@", total / Double(max(1, units)), String(share), function))
             if lines.count == count { break }
         }
         return lines

@@ -50,6 +50,10 @@ extension HeraldBenchCommand {
         // The one figure here the neighbours do not move: compare it across days and builds.
         print("")
         for count in try await instructionCounts(listing: 10) { table.add("API: instructions per send (user space, callgrind)", "sqlite", count) }
+        print("")
+        for count in try await workerInstructionCounts(listing: 10) {
+            table.add("worker: instructions per job (user space, callgrind)", "sqlite", count)
+        }
         table.print(targets: Self.targets, variants: variants.map(\.label))
         if Perf.available { try await perfTopTen(perSend: table.median("API: CPU µs per send (user+system)", "sqlite")) }
     }
@@ -68,6 +72,7 @@ extension HeraldBenchCommand {
         "enqueue → gateway p99 ms at 500 req/s": "≤30",
         "worker: jobs/s draining 50k backlog": "≥6,000",
         "worker: CPU µs per job": "—",
+        "worker: instructions per job (user space, callgrind)": "—",
         "worker: peak RSS MiB": "<60",
         "disk: fdatasync max ms during the drain": "—",
         "API: peak RSS MiB": "<100",
