@@ -88,13 +88,13 @@ extension SQLStore {
     {
         let id = jobID.lowercasedText
         let (status, reason, event) = Self.receipt(delivered: delivered, errorCode: errorCode, now: now)
-        let receivable = ReceiptResult.receivable.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let receivable = Self.statusIsOneOf(ReceiptResult.receivable)
         return try await run { db in
             let applied = try db.query(
                 """
                 UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, provider_message_id = COALESCE(provider_message_id, ?),
                   events = COALESCE(events, '') || ?
-                WHERE job_id = ? AND type = 'sms' AND status IN (\(receivable))
+                WHERE job_id = ? AND type = 'sms' AND \(receivable)
                 RETURNING destination
                 """,
                 [
