@@ -78,4 +78,30 @@ struct JSONWriterTests {
             }
         }
     }
+
+    @Test("the first quote, backslash or control byte is found where a byte-by-byte search finds it, from any start")
+    func firstSpecialByte() {
+        func naive(_ bytes: [UInt8], from start: Int) -> Int {
+            bytes[start...].firstIndex { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") } ?? bytes.count
+        }
+        for filler: UInt8 in [UInt8(ascii: "a"), 0x21, 0x5D, 0x80, 0xFF] {
+            for length in 0...20 {
+                for start in 0...min(length, 3) {
+                    for position in start..<max(start, length) {
+                        for byte: UInt8 in [0x00, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xDC, 0xFF] {
+                            var bytes = [UInt8](repeating: filler, count: length)
+                            bytes[position] = byte
+                            // A second special byte later must not move the answer.
+                            if position + 3 < length { bytes[position + 3] = UInt8(ascii: "\"") }
+                            let found = bytes.withUnsafeBytes { JSONSpecialBytes.first(in: $0, from: start) }
+                            if found != naive(bytes, from: start) {
+                                Issue.record("filler \(filler), length \(length), start \(start), byte \(byte) at \(position): found \(found)")
+                                return
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

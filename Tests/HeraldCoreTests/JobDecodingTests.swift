@@ -77,4 +77,24 @@ struct JobDecodingTests {
             #expect(JSONObjectReader.read(Array(text.utf8)) == nil, "\(text)")
         }
     }
+
+    @Test("a member's bytes become text as String(validating:) makes it: ASCII, other UTF-8, and bytes that are not UTF-8 anywhere")
+    func memberText() {
+        let sequences: [[UInt8]] = [
+            [0xC3, 0xA9], [0xE2, 0x82, 0xAC], [0xF0, 0x9F, 0x98, 0x80],  // é € 😀
+            [0xFF], [0xC3], [0xC3, 0x28], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0x80],  // not UTF-8
+        ]
+        for length in 0...18 {
+            let plain = [UInt8](repeating: UInt8(ascii: "k"), count: length)
+            #expect(plain.withUnsafeBufferPointer(JSONObjectReader.text) == String(repeating: "k", count: length))
+            for position in 0...length {
+                for sequence in sequences {
+                    var bytes = plain
+                    bytes.insert(contentsOf: sequence, at: position)
+                    let read = bytes.withUnsafeBufferPointer(JSONObjectReader.text)
+                    #expect(read == String(validating: bytes, as: UTF8.self), "\(sequence) at \(position) of \(length)")
+                }
+            }
+        }
+    }
 }

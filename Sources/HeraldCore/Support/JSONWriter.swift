@@ -92,32 +92,11 @@ public struct JSONWriter {
         }
     }
 
-    /// True when `utf8` holds a byte JSON must escape: a control character, `"` or `\`. Eight bytes at a
-    /// time: a word has such a byte exactly when one of three borrow tests (a byte below 0x20, a byte
-    /// equal to `"`, to `\`) sets a high bit; bytes of 0x80 and above never do, so other UTF-8 passes.
-    /// Byte by byte, this scan was 3 % of herald-api's instructions per send on PostgreSQL, whose group
-    /// commit hands its batches over as JSON (`herald-bench --suite instructions`).
+    /// True when `utf8` holds a byte JSON must escape: a control character, `"` or `\` (found eight at
+    /// a time: byte by byte, this scan was 3 % of herald-api's instructions per send on PostgreSQL, whose
+    /// group commit hands its batches over as JSON).
     static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        let raw = UnsafeRawBufferPointer(utf8)
-        var index = 0
-        while index + 8 <= raw.count {
-            let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
-            let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-            let below = (word &- ones &* 0x20) & ~word
-            let quotes = (quote &- ones) & ~quote
-            let backslashes = (backslash &- ones) & ~backslash
-            if (below | quotes | backslashes) & highBits != 0 { return true }
-            index += 8
-        }
-        while index < raw.count {
-            let byte = raw[index]
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
-            index += 1
-        }
-        return false
+        JSONSpecialBytes.first(in: UnsafeRawBufferPointer(utf8), from: 0) < utf8.count
     }
 
     mutating func string(_ text: String) {
