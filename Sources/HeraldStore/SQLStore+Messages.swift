@@ -90,21 +90,22 @@ extension SQLStore {
         let (status, reason, event) = Self.receipt(delivered: delivered, errorCode: errorCode, now: now)
         let receivable = Self.statusIsOneOf(ReceiptResult.receivable)
         return try await run { db in
-            let applied = try db.query(
+            // Read back by key rather than `RETURNING destination`, as a claim is (`claimDelivery`).
+            _ = try db.query(
                 """
                 UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, provider_message_id = COALESCE(provider_message_id, ?),
                   events = COALESCE(events, '') || ?
                 WHERE job_id = ? AND type = 'sms' AND \(receivable)
-                RETURNING destination
                 """,
                 [
                     .text(status.rawValue), Self.optional(reason), .integer(now.millisecondsSince1970), Self.optional(providerMessageID),
                     .text(event), .text(id),
                 ])
-            if let destination = applied.first?[0].string { return .applied(destination: destination) }
-            guard let row = try db.query("SELECT status FROM deliveries WHERE job_id = ? AND type = 'sms'", [.text(id)]).first,
+            let updated = db.changes == 1
+            guard let row = try db.query("SELECT status, destination FROM deliveries WHERE job_id = ? AND type = 'sms'", [.text(id)]).first,
                 let stored = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
             else { return .unknown }
+            if updated, let destination = row[1].string { return .applied(destination: destination) }
             return .notSent(stored)
         }
     }

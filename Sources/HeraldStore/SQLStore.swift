@@ -256,13 +256,13 @@ public final class SQLStore: HeraldStoreProtocol {
                     Self.optional(description.provider), Self.optional(description.producer), .text(event.head), .text(event.tail),
                     .text(id), .text(projectID), .text(type.rawValue), .text(destination),
                 ])
-            let claimed = db.changes == 1
+            let updated = db.changes == 1
             guard
                 let row = try db.query(
                     "SELECT status, owner, project_id, type, destination, attempts FROM deliveries WHERE job_id = ?", [.text(id)]
                 ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
             else { return .unknown }
-            if claimed, let attempts = row[5].int { return .claimed(attempt: Int(attempts)) }
+            if updated, let attempts = row[5].int { return .claimed(attempt: Int(attempts)) }
             for (field, stored, claimed) in [
                 ("project", row[2].string, projectID), ("type", row[3].string, type.rawValue), ("to", row[4].string, destination),
             ]
