@@ -29,9 +29,11 @@ public enum JobSignature {
 
     /// The same check under a key whose pads were hashed once: a worker verifies every job it takes.
     public static func verify(_ body: Data, signature: String?, signer: KeyedHMAC) -> Bool {
-        guard let signature, signature.hasPrefix("sha256="), let mac = Self.bytes(hex: signature.utf8.dropFirst("sha256=".utf8.count)),
-            mac.count == 32
-        else {
+        guard var signature, signature.hasPrefix("sha256=") else { return false }
+        // Decoded from the text's own UTF-8 buffer: through `Substring.UTF8View`, each digit cost about
+        // 57 instructions (a worker verifies every job it takes).
+        let prefix = "sha256=".utf8.count
+        guard let mac = signature.withUTF8({ Self.bytes(hex: UnsafeBufferPointer(rebasing: $0[prefix...])) }), mac.count == 32 else {
             return false
         }
         return signer.isValid(mac, for: body)
@@ -43,7 +45,7 @@ public enum JobSignature {
     }
 
     /// Hex digits (either case) as bytes; nil for an odd count or anything else.
-    static func bytes(hex: Substring.UTF8View) -> [UInt8]? {
+    static func bytes(hex: some Collection<UInt8>) -> [UInt8]? {
         guard hex.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(hex.count / 2)
