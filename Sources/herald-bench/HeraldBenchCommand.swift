@@ -357,12 +357,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                     statusField(worker.pid, "RssAnon"), statusField(worker.pid, "RssFile")))
             print("    CPU during the drain: " + shares.map { String(format: "%@ %.0f %%", $0.0, $0.1) }.joined(separator: ", "))
             if let disk { print(disk.line) }
-            if let answer = try? await HeraldClient(port: stack.settings.metricsPort).get("/metrics") {
-                let text = String(decoding: answer.body, as: UTF8.self)
-                func total(_ name: String) -> Double {
-                    text.split(separator: "\n").filter { $0.hasPrefix(name + "{") || $0.hasPrefix(name + " ") }
-                        .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
-                }
+            if let metrics = try? await MetricTotals.read(port: stack.settings.metricsPort) {
+                let total = { metrics.total($0) }
                 let batches = total("herald_store_batch_seconds_count")
                 if batches > 0 {
                     print(
@@ -438,12 +434,8 @@ struct HeraldBenchCommand: AsyncParsableCommand {
                 throw TestFailure("throttled jobs did not all arrive: \(stack.gateway.receivedCount) of \(jobs)")
             }
             let seconds = (ContinuousClock.now - started).seconds
-            let metrics = try await HeraldClient(port: stack.settings.metricsPort).get("/metrics")
-            let text = String(decoding: metrics.body, as: UTF8.self)
-            func counter(_ name: String, _ label: String) -> Double {
-                text.split(separator: "\n").filter { $0.hasPrefix(name + "{") && $0.contains(label) }
-                    .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
-            }
+            let metrics = try await MetricTotals.read(port: stack.settings.metricsPort)
+            let counter = { metrics.total($0, containing: $1) }
             let parked = counter("herald_worker_jobs_total", #"outcome="throttled""#)
             // Jobs that had to wait: with spacing, every job after the first to its number; with the
             // provider rate alone, every job beyond the burst.

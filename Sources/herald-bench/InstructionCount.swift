@@ -140,12 +140,8 @@ extension HeraldBenchCommand {
 
     /// A process's group-commit totals so far: store calls and commits (`herald_store_batch_size`).
     private func batchTotals(port: Int) async throws -> (calls: Double, commits: Double) {
-        let text = String(decoding: try await HeraldClient(port: port).get("/metrics").body, as: UTF8.self)
-        func total(_ name: String) -> Double {
-            text.split(separator: "\n").filter { $0.hasPrefix(name + "{") || $0.hasPrefix(name + " ") }
-                .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
-        }
-        return (total("herald_store_batch_size_sum"), total("herald_store_batch_size_count"))
+        let metrics = try await MetricTotals.read(port: port)
+        return (metrics.total("herald_store_batch_size_sum"), metrics.total("herald_store_batch_size_count"))
     }
 
     /// The dump callgrind_control wrote last (`callgrind.out.N`, N counting dumps).
