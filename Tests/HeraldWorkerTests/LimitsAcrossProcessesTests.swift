@@ -84,7 +84,7 @@ struct LimitsAcrossProcessesTests {
             try await stack.waitForGateway(100, timeout: .seconds(60))
             try await Task.sleep(for: .seconds(1))
             let received = stack.gateway.received
-            #expect(received.count == 100)
+            try #require(received.count == 100)
             #expect(Set(received.compactMap(\.reference)).count == 100)
             let times = received.map(\.arrivedAt.timeIntervalSince1970).sorted()
             var busiest = 0
@@ -96,8 +96,12 @@ struct LimitsAcrossProcessesTests {
             // window of decisions: allow 300 ms of jitter (6 sends at 20/s; with 100 ms, the whole suite's load
             // once gave 28). Unshared limits would give ~45.
             #expect(busiest <= 31, "busiest 1 s window had \(busiest) SMS")
-            // 95 beyond the burst at 20/s take at least 4.75 s.
-            #expect(times.last! - times.first! >= 4.5)
+            // The rate itself, from the middle of the run: the 10th to the 90th arrival are 80 tokens at 20/s,
+            // at least 4 s of decisions (unshared limits, 40/s, would give 2 s). The first and last arrivals
+            // are left out: the first send also opens the gateway connection, and in CI the whole run's span
+            // once read 4.45 s for 4.7 s of decisions. 0.5 s is left for the two arrivals' difference in
+            // latency.
+            #expect(times[89] - times[9] >= 3.5, "10th to 90th arrival \(times[89] - times[9]) s")
         }
     }
 
