@@ -354,8 +354,8 @@ final class PostgresSQLConnection: SQLConnection {
         Counter(label: "herald_store_retries_total", dimensions: [("store", "postgres")]).increment()
     }
 
-    func lock(_ key: String) throws {
-        try query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)])
+    func lock(_ key: @autoclosure () -> String) throws {
+        try query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key())])
     }
 
     /// The server's message and SQLSTATE; postgres-nio's own description hides details on purpose,

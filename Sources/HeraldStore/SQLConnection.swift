@@ -90,7 +90,8 @@ protocol SQLConnection: AnyObject {
     func transaction<T>(_ body: () throws -> T) throws -> T
     /// Inside a transaction: waits until no other transaction holds `key`, then holds it until commit.
     /// For read-modify-write of a row that may not exist yet (no row to lock with `FOR UPDATE`).
-    func lock(_ key: String) throws
+    /// The key is built only where a lock is taken (PostgreSQL); SQLite's sends skip making its text.
+    func lock(_ key: @autoclosure () -> String) throws
 }
 
 extension SQLConnection {

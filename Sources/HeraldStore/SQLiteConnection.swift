@@ -231,7 +231,7 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
 
 extension SQLiteConnection {
     /// A transaction here already holds the only write lock (`BEGIN IMMEDIATE`).
-    func lock(_ key: String) throws {}
+    func lock(_ key: @autoclosure () -> String) throws {}
 }
 
 /// The embedded backend: one SQLite file shared by every Herald process on a machine, one connection

@@ -39,11 +39,14 @@ public struct RatePolicy: Sendable, Hashable, CustomStringConvertible {
     public let burst: Int?
     /// The policy as configuration writes it, made once: every limit key of every send ends with it.
     public let description: String
+    /// GCRA's spacing and tolerance for it, also made once.
+    public let parameters: GCRA.Parameters
 
     public init(limit: Int, period: Duration, burst: Int? = nil) {
         self.limit = limit
         self.period = period
         self.burst = burst
+        self.parameters = GCRA.Parameters(limit: limit, period: period, burst: burst)
         let base = "\(limit)/\(DurationText.format(period))"
         self.description = burst.map { "\(base) burst \($0)" } ?? base
     }

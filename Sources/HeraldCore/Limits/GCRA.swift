@@ -10,7 +10,7 @@ import Foundation
 /// the past behaves like no TAT at all, which is why expired keys can be deleted.
 public enum GCRA {
     /// Spacing and tolerance of a policy, in microseconds.
-    public struct Parameters: Sendable, Equatable {
+    public struct Parameters: Sendable, Hashable {
         /// T: the steady-state spacing between events.
         public let interval: Int64
         /// τ: how far ahead of the steady state a burst may run.
@@ -27,10 +27,15 @@ public enum GCRA {
             self.tolerance = tolerance
         }
 
+        /// A policy's parameters, as it computed them once when it was made (six keys per send read
+        /// them; `Duration`'s 128-bit components cost more than the rest of a key's check).
         public init(_ policy: RatePolicy) {
-            let period = policy.period.microseconds
-            interval = max(1, period / Int64(policy.limit))
-            tolerance = interval * Int64(policy.burst ?? policy.limit)
+            self = policy.parameters
+        }
+
+        init(limit: Int, period: Duration, burst: Int?) {
+            interval = max(1, period.microseconds / Int64(limit))
+            tolerance = interval * Int64(burst ?? limit)
         }
     }
 
