@@ -17,6 +17,30 @@ struct CodeAndSealingTests {
         }
     }
 
+    @Test("Hex four bytes at a time: every byte value at every place in runs of 0-11 bytes, as two digits per byte written one by one")
+    func hexEveryByte() {
+        func reference(_ bytes: [UInt8]) -> String {
+            let digits = Array("0123456789abcdef")
+            return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
+        }
+        var mismatches = 0
+        for length in 0..<12 {
+            for place in 0..<max(1, length) {
+                for value in 0...255 {
+                    // The other bytes count up from the value, so neighbours differ in every nibble.
+                    let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 == place ? value : value &+ $0 &* 17) }
+                    if SHA256Hex.hex(bytes) != reference(bytes) { mismatches += 1 }
+                }
+            }
+        }
+        #expect(mismatches == 0)
+        let digest = SHA256.hash(data: Data("abc".utf8))
+        #expect(SHA256Hex.hex(digest) == reference(Array(digest)))
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("abc".utf8), using: SymmetricKey(size: .bits256))
+        #expect(SHA256Hex.hex(mac) == reference(Array(mac)))
+        #expect(SHA256Hex.hex(Data([0xde, 0xad, 0xbe, 0xef, 0x01])[1...]) == "adbeef01")
+    }
+
     @Test("A UUID read from text: Foundation's UUID for the 8-4-4-4-12 form in any case, nil for anything else")
     func uuidParsing() {
         var texts: [String] = []

@@ -19,7 +19,9 @@ public enum JobSignature {
 
     /// The same signature under a key whose pads were hashed once (`HeraldKeys.jobSigner`).
     public static func sign(_ body: Data, signer: KeyedHMAC) -> String {
-        "sha256=" + SHA256Hex.hex(signer.authenticationCode(for: body))
+        // The MAC's bytes read in place and written after the prefix into one string: an array copy
+        // and a concatenation fewer per signed job.
+        signer.authenticationCode(for: body).withUnsafeBytes { SHA256Hex.hex(contentsOf: $0, prefix: "sha256=") }
     }
 
     /// True when `signature` is a valid `sha256=` HMAC of `body` under `key` (compared in constant time).

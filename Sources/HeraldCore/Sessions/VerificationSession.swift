@@ -131,8 +131,8 @@ public enum SessionToken {
         return digest.withUnsafeBytes { digest in
             String(unsafeUninitializedCapacity: 64) { out in
                 var position = 0
-                for byte in time { HexDigits.write(byte, into: out, at: &position) }
-                for byte in digest.prefix(26) { HexDigits.write(byte, into: out, at: &position) }
+                HexDigits.write(time, into: out, at: &position)
+                HexDigits.write(UnsafeRawBufferPointer(rebasing: digest.prefix(26)), into: out, at: &position)
                 return position
             }
         }

@@ -7,17 +7,39 @@ public enum SHA256Hex {
         hex(SHA256.hash(data: Data(text.utf8)))
     }
 
-    /// Lowercase hex of any bytes (digests, MACs); a table lookup per nibble, since this runs for every
-    /// stored token and every signed job (String(format:) per byte was a visible share of a send's CPU).
+    /// Lowercase hex of any bytes (digests, MACs), four bytes' digits at a time from contiguous bytes:
+    /// this runs for every stored token and every signed job (String(format:) per byte was a visible
+    /// share of a send's CPU).
     public static func hex(_ bytes: some Collection<UInt8>) -> String {
-        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+        if let text = bytes.withContiguousStorageIfAvailable({ hex(contentsOf: UnsafeRawBufferPointer($0)) }) { return text }
+        return hex(Array(bytes))
+    }
+
+    /// Lowercase hex of raw bytes (a digest's or MAC's own storage, without copying it out), after
+    /// `prefix`.
+    public static func hex(contentsOf bytes: UnsafeRawBufferPointer, prefix: StaticString = "") -> String {
+        String(unsafeUninitializedCapacity: prefix.utf8CodeUnitCount + bytes.count * 2) { out in
             var position = 0
-            for byte in bytes { HexDigits.write(byte, into: out, at: &position) }
+            for byte in UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount) {
+                out[position] = byte
+                position += 1
+            }
+            HexDigits.write(bytes, into: out, at: &position)
             return position
         }
     }
 
-    /// Digests and MACs are sequences, not collections: their 32 bytes are copied out first.
+    /// A digest's bytes, read in place.
+    public static func hex(_ digest: SHA256.Digest) -> String {
+        digest.withUnsafeBytes { hex(contentsOf: $0) }
+    }
+
+    /// A MAC's bytes, read in place.
+    public static func hex(_ mac: HashedAuthenticationCode<SHA256>) -> String {
+        mac.withUnsafeBytes { hex(contentsOf: $0) }
+    }
+
+    /// Other sequences (digests of other sizes): their bytes are copied out first.
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         hex(Array(bytes))
     }

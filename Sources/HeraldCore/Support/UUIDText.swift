@@ -4,18 +4,31 @@ extension UUID {
     /// The canonical lowercase form (`8-4-4-4-12` hex digits), as jobs, ledger rows and log lines carry
     /// it. Foundation's `uuidString` formats through `snprintf` and upper case, and a send needed the id
     /// as text five times: that `snprintf` was about 2 % of herald-api's CPU per send.
+    ///
+    /// The digits of each four bytes are made in one 64-bit word (`HexDigits.digits(of:)`), then placed
+    /// around the dashes: a byte at a time with a dash test each, an id took about 490 instructions,
+    /// six ids per send.
     public var lowercasedText: String {
         withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { out in
-                var position = 0
-                for index in 0..<16 {
-                    if UUID.dashPrecedes(index) {
-                        out[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    HexDigits.write(bytes[index], into: out, at: &position)
+                let text = UnsafeMutableRawPointer(out.baseAddress!)
+                func digits(_ word: Int) -> UInt64 {
+                    HexDigits.digits(of: bytes.loadUnaligned(fromByteOffset: 4 * word, as: UInt32.self))
                 }
-                return position
+                func store(_ digits: UInt32, at offset: Int) {
+                    text.storeBytes(of: digits.littleEndian, toByteOffset: offset, as: UInt32.self)
+                }
+                // 8-4-4-4-12: the first word's eight digits, the second's and third's split by a dash,
+                // the fourth's eight.
+                let (second, third) = (digits(1), digits(2))
+                text.storeBytes(of: digits(0).littleEndian, toByteOffset: 0, as: UInt64.self)
+                store(UInt32(truncatingIfNeeded: second), at: 9)
+                store(UInt32(truncatingIfNeeded: second >> 32), at: 14)
+                store(UInt32(truncatingIfNeeded: third), at: 19)
+                store(UInt32(truncatingIfNeeded: third >> 32), at: 24)
+                text.storeBytes(of: digits(3).littleEndian, toByteOffset: 28, as: UInt64.self)
+                for dash in [8, 13, 18, 23] { out[dash] = UInt8(ascii: "-") }
+                return 36
             }
         }
     }
@@ -77,6 +90,40 @@ enum HexDigits {
     @inline(__always)
     static func digit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &- 10 &+ nibble
+    }
+
+    /// The eight lowercase digits of four bytes as they lie in memory (`raw`, loaded unaligned from them),
+    /// in one word whose bytes, stored little-endian, are the digits in order.
+    ///
+    /// The bytes are spread one per 16-bit lane, each byte's high nibble moved into the lane's low byte
+    /// and its low nibble into the high byte; then `0` is added to every digit, and `a` − `0` − 10 more to
+    /// those of 10 and above (a nibble plus 6 carries into bit 4 exactly then, and never past its byte).
+    @inline(__always)
+    static func digits(of raw: UInt32) -> UInt64 {
+        var spread = UInt64(UInt32(littleEndian: raw))
+        spread = (spread | spread << 16) & 0x0000_FFFF_0000_FFFF
+        spread = (spread | spread << 8) & 0x00FF_00FF_00FF_00FF
+        let nibbles = (spread >> 4) & 0x000F_000F_000F_000F | (spread & 0x000F_000F_000F_000F) << 8
+        let letters = ((nibbles &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
+    }
+
+    /// Writes the digits of `bytes` at `position` and moves it past them: four bytes at a time
+    /// (`digits(of:)`), the rest one by one.
+    @inline(__always)
+    static func write(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>, at position: inout Int) {
+        precondition(position + 2 * bytes.count <= out.count)
+        var index = 0
+        while index + 4 <= bytes.count, let text = UnsafeMutableRawPointer(out.baseAddress) {
+            let word = digits(of: bytes.loadUnaligned(fromByteOffset: index, as: UInt32.self))
+            text.storeBytes(of: word.littleEndian, toByteOffset: position, as: UInt64.self)
+            position += 8
+            index += 4
+        }
+        while index < bytes.count {
+            write(bytes[index], into: out, at: &position)
+            index += 1
+        }
     }
 
     /// The value of one hex digit, either case; nil for any other byte.
