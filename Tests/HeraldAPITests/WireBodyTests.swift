@@ -50,6 +50,20 @@ struct WireBodyTests {
         #expect(fast == 4)
     }
 
+    @Test("a camelCase name also reads its snake_case spelling, from either reader; the camelCase one wins when both are sent")
+    func snakeCase() throws {
+        for text in [
+            #"{"phone_number":"+15555550100","session_info":"s"}"#, #"{"phoneNumber":"+15555550100","session_info":"s"}"#,
+            #"{"phone_number":"+15555550199","phoneNumber":"+15555550100","sessionInfo":"s"}"#,
+        ] {
+            for body in [try WireBody.parse(ByteBuffer(string: text), contentType: nil), try WireBody.parseWithFoundation(Array(text.utf8))] {
+                #expect(body.string("phoneNumber") == "+15555550100", "\(text)")
+                #expect(body.string("sessionInfo") == "s" && body.contains("sessionInfo"), "\(text)")
+                #expect(body.string("tenantId") == nil && body.contains("tenantId") == false, "\(text)")
+            }
+        }
+    }
+
     @Test("what neither reads is INVALID_JSON")
     func invalid() {
         for text in [#"{"a":"1""#, #"["a"]"#, "nonsense"] {

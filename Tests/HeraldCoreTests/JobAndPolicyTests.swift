@@ -212,5 +212,10 @@ struct JobAndPolicyTests {
         #expect(TraceParent(header: "garbage") == nil)
         #expect(TraceParent(header: "00-00000000000000000000000000000000-00f067aa0ba902b7-01") == nil)
         #expect(TraceParent(header: TraceParent.random().description) != nil)
+        // New roots: ids of the right lengths, no two alike, and a span drawn from other bytes than its trace.
+        let roots = (0..<100).map { _ in TraceParent.random() }
+        #expect(roots.allSatisfy { $0.traceID.utf8.count == 32 && $0.spanID.utf8.count == 16 && $0.flags == "01" })
+        #expect(Set(roots.map(\.traceID)).count == 100 && Set(roots.map(\.spanID)).count == 100)
+        #expect(roots.allSatisfy { $0.traceID.contains($0.spanID) == false })
     }
 }

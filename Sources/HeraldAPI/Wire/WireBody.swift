@@ -10,9 +10,13 @@ struct WireBody {
     static let maximumSize = 64 * 1024
 
     private let fields: [String: Any]
+    /// Whether any name has an underscore: only then can a name be present in snake case. Most bodies
+    /// have none, and a send asks for two absent names, whose snake case was made and looked up each time.
+    private let hasUnderscoredNames: Bool
 
     init(fields: [String: Any]) {
         self.fields = fields
+        self.hasUnderscoredNames = fields.keys.contains { $0.utf8.contains(UInt8(ascii: "_")) }
     }
 
     /// Parses `buffer` as JSON, or as `application/x-www-form-urlencoded` when the content type says so
@@ -66,7 +70,7 @@ struct WireBody {
     private func raw(_ name: String) -> Any? {
         if let value = fields[name] { return value }
         // A name without capitals is its own snake case.
-        guard name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return nil }
+        guard hasUnderscoredNames, name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return nil }
         return fields[Self.snakeCase(name)]
     }
 

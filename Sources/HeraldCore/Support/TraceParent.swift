@@ -5,9 +5,16 @@ public struct TraceParent: Sendable, Equatable, CustomStringConvertible {
     public let spanID: String
     public let flags: String
 
-    /// A new root trace.
+    /// A new root trace (every send without a `traceparent` makes one): its 24 random bytes on the
+    /// stack, each id's digits written from them, no arrays between.
     public static func random() -> TraceParent {
-        TraceParent(traceID: hex(SecureRandom.bytes(16)), spanID: hex(SecureRandom.bytes(8)), flags: "01")
+        withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { raw in
+            SecureRandom.fill(raw)
+            let bytes = UnsafeRawBufferPointer(raw)
+            return TraceParent(
+                traceID: SHA256Hex.hex(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[..<16])),
+                spanID: SHA256Hex.hex(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[16...])), flags: "01")
+        }
     }
 
     /// A child span of the same trace (what a service passes on).
