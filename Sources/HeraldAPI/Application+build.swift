@@ -76,7 +76,10 @@ public struct APIDependencies: Sendable {
 
 /// Builds herald-api: Identity Toolkit routes, token endpoints, JWKS and health. Metrics are served on
 /// their own listener (`http.metricsHost`/`metricsPort`, added by the executable), not here.
-public func buildApplication(_ dependencies: APIDependencies, logger: Logger) -> Application<RouterResponder<HeraldRequestContext>> {
+///
+/// `routeOperationsFirst: false` sends every request through Hummingbird's router, bypassing
+/// `OperationRouter` (tests compare the two).
+public func buildApplication(_ dependencies: APIDependencies, logger: Logger, routeOperationsFirst: Bool = true) -> some ApplicationProtocol {
     let configuration = dependencies.configuration
     let router = Router(context: HeraldRequestContext.self)
     // One idle timeout for slow heads, idle keep-alive connections and (as a whole) slow bodies: slowloris.
@@ -114,14 +117,14 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
         store: dependencies.store,
         verifier: AppleIdentityVerifier(configuration: configuration, client: curl, clock: dependencies.clock, logger: logger),
         signedIn: signedIn, completion: completion, keys: dependencies.keys, clock: dependencies.clock, logger: logger)
-    IdentityToolkitRoutes(
+    let identityToolkit = IdentityToolkitRoutes(
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
         verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa, apple: apple,
         revocation: AppleTokenRevocation(
             store: dependencies.store, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys, clock: dependencies.clock,
             logger: logger),
-        admin: AdminAuthorization(tokens: configuration.admin.tokens), bodyDeadlines: BodyDeadlines(timeout: idleTimeout)
-    ).register(on: router)
+        admin: AdminAuthorization(tokens: configuration.admin.tokens), bodyDeadlines: BodyDeadlines(timeout: idleTimeout))
+    identityToolkit.register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)
     WellKnownRoutes(configuration: configuration).register(on: router)
     RecaptchaFallback(resolver: ProjectResolver(configuration: configuration)).register(on: router)
@@ -157,7 +160,8 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger) ->
             body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
     }
     return Application(
-        router: router, server: .http1(configuration: .init(idleTimeout: idleTimeout)),
+        responder: OperationRouter(router: router, handler: identityToolkit.handleOperation, enabled: routeOperationsFirst),
+        server: .http1(configuration: .init(idleTimeout: idleTimeout)),
         configuration: .init(address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api"),
         services: dependencies.services, logger: logger)
 }

@@ -28,12 +28,14 @@ struct RouterHarness: JobOpening {
 
     var keys: HeraldKeys { HeraldKeys(master: configuration.codes.sealingKey!) }
 
-    func run(_ body: @escaping @Sendable (RouterClient) async throws -> Void) async throws {
+    /// `routeOperationsFirst: false` bypasses `OperationRouter` (every request through Hummingbird's router).
+    func run(routeOperationsFirst: Bool = true, _ body: @escaping @Sendable (RouterClient) async throws -> Void) async throws {
         let dependencies = APIDependencies(
             configuration: configuration, store: store, publisher: publisher, keys: keys,
             tokens: try await TokenIssuer(privateKeyPEM: TestKeys.idTokenSigningKeyPEM, idTokenTTL: configuration.tokens.idTokenTTL),
             clock: clock, isReady: { true })
-        try await buildApplication(dependencies, logger: logs.logger("herald-api")).test(.router) { client in
+        try await buildApplication(dependencies, logger: logs.logger("herald-api"), routeOperationsFirst: routeOperationsFirst).test(.router) {
+            client in
             try await body(RouterClient(client: client))
         }
     }

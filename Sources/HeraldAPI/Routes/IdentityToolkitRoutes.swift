@@ -65,12 +65,9 @@ struct IdentityToolkitRoutes: Sendable {
     }
 
     func register(on router: Router<HeraldRequestContext>) {
-        router.post("/identitytoolkit.googleapis.com/v1/:operation") { request, context in
-            try await handle(operation: context.parameters.get("operation") ?? "", request, context)
-        }
-        router.post("/v1/:operation") { request, context in
-            try await handle(operation: context.parameters.get("operation") ?? "", request, context)
-        }
+        // `OperationRouter` takes most of these requests before the router, to this same handler.
+        router.post("/identitytoolkit.googleapis.com/v1/:operation", use: handleOperation)
+        router.post("/v1/:operation", use: handleOperation)
         router.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/:name") { request, context in
             let name = context.parameters.get("name") ?? ""
             guard let operation = Self.legacyNames[name] else { throw HeraldError(.notFound) }
@@ -116,6 +113,11 @@ struct IdentityToolkitRoutes: Sendable {
             let body = try await body(of: request, context)
             return JSONWire.response(try await refresh.refresh(project: project, body: body))
         }
+    }
+
+    /// `POST …/v1/:operation`, from the router or from `OperationRouter`.
+    @Sendable func handleOperation(_ request: Request, _ context: HeraldRequestContext) async throws -> Response {
+        try await handle(operation: context.parameters.get("operation") ?? "", request, context)
     }
 
     func handle(operation: String, _ request: Request, _ context: HeraldRequestContext) async throws -> Response {
