@@ -65,10 +65,11 @@ enum JSONWire {
     }
 
     private static func response(body: ByteBuffer, status: HTTPResponse.Status) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=UTF-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+        Response(status: status, headers: jsonHeaders, body: .init(byteBuffer: body))
     }
+
+    /// Made once: setting a field validates its value byte by byte, on every answer.
+    private static let jsonHeaders: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
 }
 
 extension ByteBuffer {
