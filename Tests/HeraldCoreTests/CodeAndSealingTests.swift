@@ -218,6 +218,13 @@ struct CodeAndSealingTests {
         #expect(throws: Sealer.OpenError.invalid) { try sealer.open(tampered.base64EncodedString(), jobID: job, destination: "+15555550100") }
         // Fresh nonce each time.
         #expect(sealer.seal("654321", jobID: job, destination: "+15555550100") != sealed)
+        // The job's context is the text `job:<id>:to:<destination>`, byte for byte, both ways (values
+        // sealed before it was written on the stack still open), an empty destination included.
+        for destination in ["+15555550100", "user@example.com", ""] {
+            let context = "job:\(job.uuidString.lowercased()):to:\(destination)"
+            #expect(try sealer.open(sealer.seal("s3cret", jobID: job, destination: destination), context: context) == "s3cret")
+            #expect(try sealer.open(sealer.seal("s3cret", context: context), jobID: job, destination: destination) == "s3cret")
+        }
         // Sealed elsewhere with the same key and context: non-ASCII text opens as sealed; bytes that
         // are not UTF-8 do not open as text.
         let context = "job:x:to:y"

@@ -9,27 +9,31 @@ extension UUID {
     /// around the dashes: a byte at a time with a dash test each, an id took about 490 instructions,
     /// six ids per send.
     public var lowercasedText: String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            writeLowercasedText(to: UnsafeMutableRawPointer(out.baseAddress!))
+            return 36
+        }
+    }
+
+    /// Writes the 36 bytes of `lowercasedText` at `text` (for texts the id is part of).
+    func writeLowercasedText(to text: UnsafeMutableRawPointer) {
         withUnsafeBytes(of: uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
-                let text = UnsafeMutableRawPointer(out.baseAddress!)
-                func digits(_ word: Int) -> UInt64 {
-                    HexDigits.digits(of: bytes.loadUnaligned(fromByteOffset: 4 * word, as: UInt32.self))
-                }
-                func store(_ digits: UInt32, at offset: Int) {
-                    text.storeBytes(of: digits.littleEndian, toByteOffset: offset, as: UInt32.self)
-                }
-                // 8-4-4-4-12: the first word's eight digits, the second's and third's split by a dash,
-                // the fourth's eight.
-                let (second, third) = (digits(1), digits(2))
-                text.storeBytes(of: digits(0).littleEndian, toByteOffset: 0, as: UInt64.self)
-                store(UInt32(truncatingIfNeeded: second), at: 9)
-                store(UInt32(truncatingIfNeeded: second >> 32), at: 14)
-                store(UInt32(truncatingIfNeeded: third), at: 19)
-                store(UInt32(truncatingIfNeeded: third >> 32), at: 24)
-                text.storeBytes(of: digits(3).littleEndian, toByteOffset: 28, as: UInt64.self)
-                for dash in [8, 13, 18, 23] { out[dash] = UInt8(ascii: "-") }
-                return 36
+            func digits(_ word: Int) -> UInt64 {
+                HexDigits.digits(of: bytes.loadUnaligned(fromByteOffset: 4 * word, as: UInt32.self))
             }
+            func store(_ digits: UInt32, at offset: Int) {
+                text.storeBytes(of: digits.littleEndian, toByteOffset: offset, as: UInt32.self)
+            }
+            // 8-4-4-4-12: the first word's eight digits, the second's and third's split by a dash,
+            // the fourth's eight.
+            let (second, third) = (digits(1), digits(2))
+            text.storeBytes(of: digits(0).littleEndian, toByteOffset: 0, as: UInt64.self)
+            store(UInt32(truncatingIfNeeded: second), at: 9)
+            store(UInt32(truncatingIfNeeded: second >> 32), at: 14)
+            store(UInt32(truncatingIfNeeded: third), at: 19)
+            store(UInt32(truncatingIfNeeded: third >> 32), at: 24)
+            text.storeBytes(of: digits(3).littleEndian, toByteOffset: 28, as: UInt64.self)
+            for dash in [8, 13, 18, 23] { text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: dash, as: UInt8.self) }
         }
     }
 
