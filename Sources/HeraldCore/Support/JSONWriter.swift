@@ -6,6 +6,8 @@
 /// the common ones), everything else written as UTF-8, `/` included.
 public struct JSONWriter {
     public private(set) var bytes: [UInt8] = []
+    /// Inside `beginObject`/`endObject`: whether a member was written (the next one needs a comma).
+    private var wroteMember = false
 
     public init(capacity: Int = 512) {
         bytes.reserveCapacity(capacity)
@@ -20,6 +22,27 @@ public struct JSONWriter {
         } else {
             writeObject(fields.sorted(by: { $0.key < $1.key }))
         }
+    }
+
+    /// An object written member by member, for callers that have their members in key order without a
+    /// list of them: `beginObject`, then `member` for each, then `endObject`. Not nested.
+    public mutating func beginObject() {
+        bytes.append(UInt8(ascii: "{"))
+        wroteMember = false
+    }
+
+    /// One member of the object `beginObject` opened; a nil value is left out.
+    public mutating func member(_ key: String, _ value: Value?) {
+        guard let value else { return }
+        if wroteMember { bytes.append(UInt8(ascii: ",")) }
+        wroteMember = true
+        string(key)
+        bytes.append(UInt8(ascii: ":"))
+        self.value(value)
+    }
+
+    public mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
     }
 
     private mutating func writeObject(_ fields: [(key: String, value: Value?)]) {
