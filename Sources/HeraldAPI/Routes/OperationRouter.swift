@@ -24,7 +24,10 @@ struct OperationRouter: HTTPResponder {
     /// False: every request goes to the router.
     let enabled: Bool
 
-    /// `handler` is the `:operation` route's; the router's middleware is put around it here.
+    /// `handler` is the `:operation` route's; the router's middleware is put around it here. A route
+    /// gets the middleware added before it was registered, and this gets all of it: add middleware
+    /// before any route (as `buildApplication` does), or the two paths would differ (the equivalence
+    /// test in `OperationRouterTests` compares them).
     init(router: Router<Context>, handler: @escaping @Sendable (Request, Context) async throws -> Response, enabled: Bool = true) {
         self.operations = router.middlewares.constructResponder(finalResponder: CallbackResponder(callback: handler))
         self.router = router.buildResponder()
