@@ -33,30 +33,31 @@ public struct JSONWriter {
 
     /// One member of the object `beginObject` opened; a nil value is left out.
     public mutating func member(_ key: String, _ value: Value?) {
-        guard let value else { return }
-        if wroteMember { bytes.append(UInt8(ascii: ",")) }
-        wroteMember = true
-        string(key)
-        bytes.append(UInt8(ascii: ":"))
-        self.value(value)
+        var wrote = wroteMember
+        member(key, value, after: &wrote)
+        wroteMember = wrote
     }
 
     public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
     }
 
+    /// Objects nested in values keep their own comma state here, apart from `beginObject`'s.
     private mutating func writeObject(_ fields: [(key: String, value: Value?)]) {
         bytes.append(UInt8(ascii: "{"))
-        var first = true
-        for field in fields {
-            guard let value = field.value else { continue }
-            if first == false { bytes.append(UInt8(ascii: ",")) }
-            first = false
-            string(field.key)
-            bytes.append(UInt8(ascii: ":"))
-            self.value(value)
-        }
+        var wrote = false
+        for field in fields { member(field.key, field.value, after: &wrote) }
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// `key: value`, after a comma when a member came before it (`wrote`); a nil value is left out.
+    private mutating func member(_ key: String, _ value: Value?, after wrote: inout Bool) {
+        guard let value else { return }
+        if wrote { bytes.append(UInt8(ascii: ",")) }
+        wrote = true
+        string(key)
+        bytes.append(UInt8(ascii: ":"))
+        self.value(value)
     }
 
     /// A value: text, a map of texts or an object of fields (nested objects, keys sorted, nil fields

@@ -39,8 +39,4 @@ public enum SHA256Hex {
         mac.withUnsafeBytes { hex(contentsOf: $0) }
     }
 
-    /// Other sequences (digests of other sizes): their bytes are copied out first.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        hex(Array(bytes))
-    }
 }
