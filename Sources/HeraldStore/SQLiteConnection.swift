@@ -269,11 +269,6 @@ final class SQLiteBackend: SQLBackend {
         let finish: ((any Error)?) -> Void
     }
 
-    /// A call's result, written and read only on the queue.
-    private final class Outcome<T>: @unchecked Sendable {
-        var result: Result<T, any Error> = .failure(StoreError(.failed, "not run"))
-    }
-
     /// A second connection that copies the WAL into the database file in the background (a PASSIVE
     /// checkpoint every 100 ms: it never blocks writers or readers, and two processes' checkpointers
     /// simply take turns). Before, the commit that crossed the WAL threshold did the checkpoint itself,
@@ -329,17 +324,20 @@ final class SQLiteBackend: SQLBackend {
 
     func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let outcome = Outcome<T>()
+            // The call's result, written by `perform` and read by `finish`, both on the queue. A captured
+            // variable rather than a generic class: that class's deinit looked up `Result<T, Error>`'s
+            // metadata at run time on every call.
+            var result: Result<T, any Error> = .failure(StoreError(.failed, "not run"))
             let call = Call(
                 perform: { connection, isolated in
-                    outcome.result = Result {
+                    result = Result {
                         isolated ? try connection.savepoint("call") { try body(connection) } : try connection.bare { try body(connection) }
                     }
-                    if case .failure = outcome.result { return false }
+                    if case .failure = result { return false }
                     return true
                 },
                 finish: { batchError in
-                    continuation.resume(with: batchError.map { .failure($0) } ?? outcome.result)
+                    continuation.resume(with: batchError.map { .failure($0) } ?? result)
                 })
             let startDraining = waiting.withLock { state in
                 state.calls.append(call)
