@@ -35,7 +35,7 @@ public struct AMQPChannel {
     @discardableResult
     public func declareQueue(_ name: String, arguments: [String: AMQPHeaderValue]) throws -> (messages: Int, consumers: Int) {
         let arena = CArena()
-        let ok = amqp_queue_declare(connection, id, arena.bytes(name), 0, 1, 0, 0, arena.table(arguments))
+        let ok = amqp_queue_declare(connection, id, arena.bytes(name), 0, 1, 0, 0, arena.table(AMQPHeaders(arguments)))
         try check("queue.declare \(name)")
         return (Int(ok?.pointee.message_count ?? 0), Int(ok?.pointee.consumer_count ?? 0))
     }

@@ -27,12 +27,13 @@ public struct AMQPJobPublisher: JobPublisher {
         return AMQPOutgoingMessage(
             exchange: topology.exchange, routingKey: job.type.rawValue, body: body,
             messageID: job.id.lowercasedText, type: job.type.rawValue,
+            // In name order, as the table is kept: each is then appended after one comparison.
             headers: [
-                "x-herald-schema": .int(Int64(Job.schemaVersion)),
-                "x-herald-attempt": .int(Int64(attempt)),
                 "traceparent": .string(traceparent.description),
-                JobSignature.header: .string(JobSignature.sign(body, signer: signer)),
+                "x-herald-attempt": .int(Int64(attempt)),
                 ForeignJobPolicy.header: .string(HeraldConfiguration.Integrations.heraldAPI),
+                "x-herald-schema": .int(Int64(Job.schemaVersion)),
+                JobSignature.header: .string(JobSignature.sign(body, signer: signer)),
             ],
             timestamp: job.createdAt)
     }

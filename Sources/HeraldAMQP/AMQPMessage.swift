@@ -17,7 +17,7 @@ public struct AMQPOutgoingMessage: Sendable {
     public var messageID: String?
     public var type: String?
     public var contentType: String?
-    public var headers: [String: AMQPHeaderValue]
+    public var headers: AMQPHeaders
     /// Delivery mode 2 (survives a broker restart in a durable queue).
     public var persistent: Bool
     /// Ask the broker to return the message if no queue is bound (a confirm then fails with `.unroutable`).
@@ -26,7 +26,7 @@ public struct AMQPOutgoingMessage: Sendable {
 
     public init(
         exchange: String, routingKey: String, body: Data, messageID: String? = nil, type: String? = nil,
-        contentType: String? = "application/json", headers: [String: AMQPHeaderValue] = [:], persistent: Bool = true,
+        contentType: String? = "application/json", headers: AMQPHeaders = [:], persistent: Bool = true,
         mandatory: Bool = true, timestamp: Date? = nil
     ) {
         self.exchange = exchange
@@ -55,12 +55,12 @@ public struct AMQPDelivery: Sendable {
     public var messageID: String?
     public var type: String?
     public var contentType: String?
-    public var headers: [String: AMQPHeaderValue]
+    public var headers: AMQPHeaders
     public var body: Data
 
     public init(
         deliveryTag: UInt64, generation: Int, redelivered: Bool, exchange: String, routingKey: String,
-        messageID: String?, type: String?, contentType: String?, headers: [String: AMQPHeaderValue], body: Data
+        messageID: String?, type: String?, contentType: String?, headers: AMQPHeaders, body: Data
     ) {
         self.deliveryTag = deliveryTag
         self.generation = generation

@@ -30,8 +30,8 @@ final class CArena {
     }
 
     /// A field table with string, integer and boolean values.
-    func table(_ entries: [String: AMQPHeaderValue]) -> amqp_table_t {
-        let usable = entries.filter { $0.value != .unsupported }.sorted { $0.key < $1.key }
+    func table(_ entries: AMQPHeaders) -> amqp_table_t {
+        let usable = entries.filter { $0.value != .unsupported }.map { $0 }
         guard usable.isEmpty == false else { return amqp_empty_table }
         let raw = malloc(MemoryLayout<amqp_table_entry_t>.stride * usable.count)!
         allocations.append(raw)
@@ -74,10 +74,9 @@ extension amqp_bytes_t {
 
 extension amqp_table_t {
     /// The string, integer and boolean entries; other kinds read as `.unsupported`.
-    var headers: [String: AMQPHeaderValue] {
-        var result: [String: AMQPHeaderValue] = [:]
+    var headers: AMQPHeaders {
+        var result = AMQPHeaders()
         guard num_entries > 0, let entries else { return result }
-        result.reserveCapacity(Int(num_entries))
         for index in 0..<Int(num_entries) {
             let entry = entries[index]
             let value: AMQPHeaderValue
@@ -96,7 +95,7 @@ extension amqp_table_t {
             case Int(AMQP_FIELD_KIND_BOOLEAN.rawValue): value = .bool(entry.value.value.boolean != 0)
             default: value = .unsupported
             }
-            result[entry.key.string] = value
+            result.append(entry.key.string, value)
         }
         return result
     }

@@ -38,7 +38,7 @@ struct OutboundFrames {
         for name in [message.exchange, message.routingKey, message.contentType, message.messageID, message.type] {
             try Self.checkShortString(name)
         }
-        for name in message.headers.keys { try Self.checkShortString(name) }
+        for (name, _) in message.headers { try Self.checkShortString(name) }
         frame(Self.methodFrame, channel) { out in
             out.u16(Self.basicClass)
             out.u16(Self.publishMethod)
@@ -107,18 +107,18 @@ struct OutboundFrames {
     /// The basic class's property flags and the properties present, in flag order: content-type (bit
     /// 15), headers (13), delivery-mode (12), message-id (7), timestamp (6), type (5).
     private mutating func properties(_ message: AMQPOutgoingMessage) {
-        // Names in the order `CArena.table` writes them, without building a filtered dictionary first.
-        let headers = message.headers.lazy.filter { $0.value != .unsupported }.sorted { $0.key < $1.key }
+        // `AMQPHeaders` keeps its names in order, the order `CArena.table` writes them.
+        let hasHeaders = message.headers.contains { $0.value != .unsupported }
         var flags: UInt16 = 0
         if message.contentType != nil { flags |= 1 << 15 }
-        if headers.isEmpty == false { flags |= 1 << 13 }
+        if hasHeaders { flags |= 1 << 13 }
         if message.persistent { flags |= 1 << 12 }
         if message.messageID != nil { flags |= 1 << 7 }
         if message.timestamp != nil { flags |= 1 << 6 }
         if message.type != nil { flags |= 1 << 5 }
         u16(flags)
         if let contentType = message.contentType { shortString(contentType) }
-        if headers.isEmpty == false { table(headers) }
+        if hasHeaders { table(message.headers) }
         if message.persistent { u8(2) }
         if let messageID = message.messageID { shortString(messageID) }
         if let timestamp = message.timestamp { u64(UInt64(max(0, timestamp.timeIntervalSince1970))) }
@@ -126,12 +126,12 @@ struct OutboundFrames {
     }
 
     /// A field table: its byte length, then name and typed value per entry (`S` long string, `l` signed
-    /// 64-bit, `t` boolean), names in order as `CArena.table` writes them.
-    private mutating func table(_ entries: [(key: String, value: AMQPHeaderValue)]) {
+    /// 64-bit, `t` boolean), names in order as `CArena.table` writes them; values of other kinds are left out.
+    private mutating func table(_ entries: AMQPHeaders) {
         let sizeAt = bytes.count
         u32(0)
         let start = bytes.count
-        for (key, value) in entries {
+        for (key, value) in entries where value != .unsupported {
             shortString(key)
             switch value {
             case .string(let text):

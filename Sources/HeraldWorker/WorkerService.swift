@@ -543,7 +543,7 @@ public final class WorkerService: Service {
     }
 
     /// Headers a job keeps when republished (not the broker's own `x-death` bookkeeping).
-    static func carriedHeaders(_ headers: [String: AMQPHeaderValue]) -> [String: AMQPHeaderValue] {
+    static func carriedHeaders(_ headers: AMQPHeaders) -> AMQPHeaders {
         headers.filter { Job.carriedHeaders.contains($0.key) }
     }
 }

@@ -60,7 +60,7 @@ struct AMQPConnectionTests {
             let publisher = try await TestBroker.connection(.publisher)
             // Several frames at the 128 KiB frame-max the client negotiates.
             let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-            let headers: [String: AMQPHeaderValue] = ["s": .string("é x"), "i": .int(-7), "b": .bool(true)]
+            let headers: AMQPHeaders = ["s": .string("é x"), "i": .int(-7), "b": .bool(true)]
             try await publisher.publish(
                 AMQPOutgoingMessage(
                     exchange: topology.exchange, routingKey: "sms", body: body, messageID: "big", type: "sms", contentType: "application/x-test",

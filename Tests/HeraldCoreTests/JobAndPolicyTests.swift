@@ -206,9 +206,11 @@ struct JobAndPolicyTests {
     @Test("traceparent headers parse and propagate")
     func traceparent() throws {
         let parent = try #require(TraceParent(header: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+        #expect(parent.description == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
         let child = parent.child()
         #expect(child.traceID == parent.traceID)
         #expect(child.spanID != parent.spanID)
+        #expect(child.description == "00-\(child.traceID)-\(child.spanID)-01")
         #expect(TraceParent(header: "garbage") == nil)
         #expect(TraceParent(header: "00-00000000000000000000000000000000-00f067aa0ba902b7-01") == nil)
         #expect(TraceParent(header: TraceParent.random().description) != nil)

@@ -66,7 +66,7 @@ struct ForeignProducerTests {
             let jobs = try await TestBroker.drain(capture, using: stack.admin)
             let body = try #require(jobs.first { $0.messageID == id }?.body)
             for signature in [nil, JobSignature.sign(body, key: .init(data: Data(repeating: 1, count: 32)))] {
-                var headers: [String: AMQPHeaderValue] = ["x-herald-producer": .string("crm"), "x-herald-schema": .int(1)]
+                var headers: AMQPHeaders = ["x-herald-producer": .string("crm"), "x-herald-schema": .int(1)]
                 if let signature { headers[JobSignature.header] = .string(signature) }
                 try await stack.admin.publish(
                     AMQPOutgoingMessage(

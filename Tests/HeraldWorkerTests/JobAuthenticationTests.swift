@@ -22,7 +22,7 @@ struct JobAuthenticationTests {
             #expect(signature != nil)
 
             func publish(_ body: Data, messageID: String, signature: AMQPHeaderValue?) async throws {
-                var headers: [String: AMQPHeaderValue] = ["x-herald-schema": .int(1)]
+                var headers: AMQPHeaders = ["x-herald-schema": .int(1)]
                 headers[JobSignature.header] = signature
                 try await stack.admin.publish(
                     AMQPOutgoingMessage(

@@ -37,7 +37,19 @@ public struct TraceParent: Sendable, Equatable, CustomStringConvertible {
         self.flags = flags
     }
 
-    public var description: String { "00-\(traceID)-\(spanID)-\(flags)" }
+    /// Written into one string of its final size (every job carries one): interpolation appended its
+    /// five pieces one by one, each through String's generic growth path.
+    public var description: String {
+        let count = 3 + traceID.utf8.count + 1 + spanID.utf8.count + 1 + flags.utf8.count
+        return String(unsafeUninitializedCapacity: count) { out in
+            var end = out[...].initialize(fromContentsOf: "00-".utf8)
+            end = out[end...].initialize(fromContentsOf: traceID.utf8)
+            out[end] = UInt8(ascii: "-")
+            end = out[(end + 1)...].initialize(fromContentsOf: spanID.utf8)
+            out[end] = UInt8(ascii: "-")
+            return out[(end + 1)...].initialize(fromContentsOf: flags.utf8)
+        }
+    }
 
     static func isHex(_ text: String, _ length: Int) -> Bool {
         text.count == length && text.allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
