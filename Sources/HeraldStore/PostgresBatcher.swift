@@ -98,58 +98,76 @@ final class PostgresBatcher: Sendable {
         func decodeRow(_ row: PostgresRow) throws -> [SQLValue] { try row.map(PostgresSQLConnection.value) }
     }
 
-    /// The batch as the function's JSON argument.
+    /// The batch as the function's JSON argument: objects written member by member, in key order.
+    /// Built as a tree of `JSONWriter.Value`s first (a list of some twenty-five members per admission,
+    /// checked for order, written, then freed), it was about 35,000 instructions per send on PostgreSQL.
     static func body(_ operations: [Operation]) -> String {
         var writer = JSONWriter(capacity: 700 * operations.count)
-        writer.list(
-            operations.map { operation -> JSONWriter.Value in
-                switch operation {
-                case .claim(let jobID, let project, let type, let destination, let owner, let description, let now, let reclaim):
-                    let event = SQLStore.claimEvent(owner: owner, now: now)
-                    // Fields in key order, here and below: the writer then writes them without sorting.
-                    return .fields([
-                        ("eventHead", .string(event.head)), ("eventTail", .string(event.tail)), ("jobId", .string(jobID.lowercasedText)),
-                        ("locale", description.locale.map { .string($0) }), ("nowMs", .integer(now.millisecondsSince1970)),
-                        ("op", .string("claim")), ("owner", .string(owner)), ("producer", description.producer.map { .string($0) }),
-                        ("project", .string(project)), ("provider", description.provider.map { .string($0) }),
-                        ("reclaim", .string(reclaim ? "true" : "false")), ("template", description.template.map { .string($0) }),
-                        ("to", .string(destination)), ("type", .string(type.rawValue)),
-                    ])
-                case .record(let jobID, let status, let reason, let segments, let providerMessageID, let event, let now):
-                    return .fields([
-                        ("encoding", segments.map { .string($0.encoding.rawValue) }), ("event", .string(event)),
-                        ("jobId", .string(jobID.lowercasedText)), ("nowMs", .integer(now.millisecondsSince1970)), ("op", .string("record")),
-                        ("providerMessageId", providerMessageID.map { .string($0) }), ("reason", reason.map { .string($0) }),
-                        ("segments", segments.map { .integer(Int64($0.segments)) }), ("status", .string(status.rawValue)),
-                    ])
-                case .admit(let send):
-                    let session = send.session
-                    let pumping = send.pumping
-                    return .fields([
-                        ("blockUs", pumping.map { .integer($0.blockFor.microseconds) }), ("clientKey", session.clientKey.map { .string($0) }),
-                        ("codeHash", .string(SHA256Hex.hex(session.codeHash))), ("codeSealed", session.codeSealed.map { .string($0) }),
-                        ("createdMs", .integer(session.createdAt.millisecondsSince1970)),
-                        ("credentialHash", session.credentialHash.map { .string($0) }),
-                        ("expiresMs", .integer(session.expiresAt.millisecondsSince1970)),
-                        ("firstFactorOnly", send.refuseSecondFactorHolders ? .string("true") : nil), ("id", .string(session.id)),
-                        ("infoSealed", session.sessionInfoSealed.map { .string($0) }), ("jobId", session.jobID.map { .string($0.lowercasedText) }),
-                        (
-                            "limits",
-                            .array(
-                                send.rateEntries.map {
-                                    .array([.string($0.key), .integer($0.parameters.interval), .integer($0.parameters.tolerance)])
-                                })
-                        ),
-                        ("maxAttempts", .integer(Int64(session.maxAttempts))), ("minSends", pumping.map { .integer(Int64($0.minimumSends)) }),
-                        ("multiple", pumping.map { .real($0.multiple) }), ("nowUs", .integer(send.now.microsecondsSince1970)),
-                        ("op", .string("admit")), ("phone", .string(session.phoneNumber)), ("prefix", .string(send.prefix)),
-                        ("project", .string(session.projectID)), ("purpose", .string(session.purpose.description)),
-                        ("region", .string(session.region)), ("smoothing", pumping.map { .real($0.smoothing) }),
-                        ("windowText", pumping.map { .string(DurationText.format($0.window)) }),
-                        ("windowUs", pumping.map { .integer($0.window.microseconds) }),
-                    ])
-                }
-            })
+        writer.beginList()
+        for operation in operations {
+            writer.element()
+            writer.beginObject()
+            switch operation {
+            case .claim(let jobID, let project, let type, let destination, let owner, let description, let now, let reclaim):
+                let event = SQLStore.claimEvent(owner: owner, now: now)
+                writer.member("eventHead", .string(event.head))
+                writer.member("eventTail", .string(event.tail))
+                writer.member("jobId", .string(jobID.lowercasedText))
+                writer.member("locale", description.locale.map { .string($0) })
+                writer.member("nowMs", .integer(now.millisecondsSince1970))
+                writer.member("op", .string("claim"))
+                writer.member("owner", .string(owner))
+                writer.member("producer", description.producer.map { .string($0) })
+                writer.member("project", .string(project))
+                writer.member("provider", description.provider.map { .string($0) })
+                writer.member("reclaim", .string(reclaim ? "true" : "false"))
+                writer.member("template", description.template.map { .string($0) })
+                writer.member("to", .string(destination))
+                writer.member("type", .string(type.rawValue))
+            case .record(let jobID, let status, let reason, let segments, let providerMessageID, let event, let now):
+                writer.member("encoding", segments.map { .string($0.encoding.rawValue) })
+                writer.member("event", .string(event))
+                writer.member("jobId", .string(jobID.lowercasedText))
+                writer.member("nowMs", .integer(now.millisecondsSince1970))
+                writer.member("op", .string("record"))
+                writer.member("providerMessageId", providerMessageID.map { .string($0) })
+                writer.member("reason", reason.map { .string($0) })
+                writer.member("segments", segments.map { .integer(Int64($0.segments)) })
+                writer.member("status", .string(status.rawValue))
+            case .admit(let send):
+                let session = send.session
+                let pumping = send.pumping
+                writer.member("blockUs", pumping.map { .integer($0.blockFor.microseconds) })
+                writer.member("clientKey", session.clientKey.map { .string($0) })
+                writer.member("codeHash", .string(SHA256Hex.hex(session.codeHash)))
+                writer.member("codeSealed", session.codeSealed.map { .string($0) })
+                writer.member("createdMs", .integer(session.createdAt.millisecondsSince1970))
+                writer.member("credentialHash", session.credentialHash.map { .string($0) })
+                writer.member("expiresMs", .integer(session.expiresAt.millisecondsSince1970))
+                writer.member("firstFactorOnly", send.refuseSecondFactorHolders ? .string("true") : nil)
+                writer.member("id", .string(session.id))
+                writer.member("infoSealed", session.sessionInfoSealed.map { .string($0) })
+                writer.member("jobId", session.jobID.map { .string($0.lowercasedText) })
+                writer.member(
+                    "limits",
+                    .array(send.rateEntries.map { .array([.string($0.key), .integer($0.parameters.interval), .integer($0.parameters.tolerance)]) }))
+                writer.member("maxAttempts", .integer(Int64(session.maxAttempts)))
+                writer.member("minSends", pumping.map { .integer(Int64($0.minimumSends)) })
+                writer.member("multiple", pumping.map { .real($0.multiple) })
+                writer.member("nowUs", .integer(send.now.microsecondsSince1970))
+                writer.member("op", .string("admit"))
+                writer.member("phone", .string(session.phoneNumber))
+                writer.member("prefix", .string(send.prefix))
+                writer.member("project", .string(session.projectID))
+                writer.member("purpose", .string(session.purpose.description))
+                writer.member("region", .string(session.region))
+                writer.member("smoothing", pumping.map { .real($0.smoothing) })
+                writer.member("windowText", pumping.map { .string(DurationText.format($0.window)) })
+                writer.member("windowUs", pumping.map { .integer($0.window.microseconds) })
+            }
+            writer.endObject()
+        }
+        writer.endList()
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 }

@@ -8,6 +8,8 @@ public struct JSONWriter {
     public private(set) var bytes: [UInt8] = []
     /// Inside `beginObject`/`endObject`: whether a member was written (the next one needs a comma).
     private var wroteMember = false
+    /// Inside `beginList`/`endList`: whether an element was written.
+    private var wroteElement = false
 
     public init(capacity: Int = 512) {
         bytes.reserveCapacity(capacity)
@@ -40,6 +42,23 @@ public struct JSONWriter {
 
     public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// A list written element by element, for objects written member by member: `beginList`, then
+    /// `element()` before each element (`beginObject` … `endObject`), then `endList`. Not nested.
+    public mutating func beginList() {
+        bytes.append(UInt8(ascii: "["))
+        wroteElement = false
+    }
+
+    /// Starts the next element of `beginList`'s list (a comma after the first).
+    public mutating func element() {
+        if wroteElement { bytes.append(UInt8(ascii: ",")) }
+        wroteElement = true
+    }
+
+    public mutating func endList() {
+        bytes.append(UInt8(ascii: "]"))
     }
 
     /// Objects nested in values keep their own comma state here, apart from `beginObject`'s.
