@@ -4,8 +4,8 @@
 /// table once and reads a handful of names. A dictionary hashed every name on the way in and on every
 /// lookup, and the encoder then sorted its entries again (wire tables are written in name order so that
 /// the same message encodes to the same bytes): about 6,000 instructions per publish. Here names are
-/// inserted in order (a job's are written already sorted, a delivery's arrive sorted) and found by a
-/// scan of a few short strings.
+/// inserted in order (a job's are written already sorted, a delivery's arrive sorted, and a name that
+/// sorts last is placed after one comparison) and found by a scan of a few short strings.
 public struct AMQPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral, Sequence {
     public typealias Element = (key: String, value: AMQPHeaderValue)
 
@@ -64,16 +64,6 @@ public struct AMQPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral, 
         while position > 0, name < entries[position - 1].key { position -= 1 }
         if position > 0, entries[position - 1].key == name { return position - 1 }
         return position
-    }
-
-    /// Appends an entry known to sort after every name present (`CInterop` reading a table the
-    /// broker kept in the order it was written); out of order, it is inserted where it belongs.
-    mutating func append(_ name: String, _ value: AMQPHeaderValue) {
-        if let last = entries.last, last.key >= name {
-            self[name] = value
-        } else {
-            entries.append((name, value))
-        }
     }
 
     public func filter(_ isIncluded: (Element) throws -> Bool) rethrows -> AMQPHeaders {

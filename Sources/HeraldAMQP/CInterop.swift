@@ -95,7 +95,7 @@ extension amqp_table_t {
             case Int(AMQP_FIELD_KIND_BOOLEAN.rawValue): value = .bool(entry.value.value.boolean != 0)
             default: value = .unsupported
             }
-            result.append(entry.key.string, value)
+            result[entry.key.string] = value
         }
         return result
     }

@@ -17,13 +17,33 @@ struct JSONWriterTests {
             $0.object([
                 ("z", .integer(Int64.min)), ("a", .string("say \"hi\"\\\n\r\t\u{01}/é😀")), ("m", nil), ("b", .integer(0)),
                 ("c", .array([.integer(-42), .integer(Int64.max), .real(0.1), .strings(["y": "2", "x": "1"])])),
-                ("d", .fields([("k", .string("")), ("j", nil)])),
+                ("d", .strings(["k": ""])),
             ])
         }
         #expect(
             text
                 == #"{"a":"say \"hi\"\\\n\r\t\u0001/é😀","b":0,"c":[-42,9223372036854775807,0.1,{"x":"1","y":"2"}],"d":{"k":""},"z":-9223372036854775808}"#
         )
+    }
+
+    @Test("member by member: commas only between written members and elements, nil members left out, empty list and object")
+    func memberByMember() {
+        let text = written { writer in
+            writer.beginList()
+            for values: [JSONWriter.Value?] in [[nil, .integer(1), nil, .string("x")], [nil, nil], [.array([]), nil]] {
+                writer.element()
+                writer.beginObject()
+                for (index, value) in values.enumerated() { writer.member("k\(index)", value) }
+                writer.endObject()
+            }
+            writer.endList()
+        }
+        #expect(text == #"[{"k1":1,"k3":"x"},{},{"k0":[]}]"#)
+        let empty = written { writer in
+            writer.beginList()
+            writer.endList()
+        }
+        #expect(empty == "[]")
     }
 
     @Test("fields in key order are written as given, out of order they are sorted first: the same bytes either way")

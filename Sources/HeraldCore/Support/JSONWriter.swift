@@ -16,8 +16,8 @@ public struct JSONWriter {
     }
 
     /// One object: `fields` in key order, nil values left out. Fields given in key order are written
-    /// as they are (the hot callers list them so): sorting a batch's every object, copied, was a fifth
-    /// of the writer's time.
+    /// as they are (its callers sort theirs first); others are sorted on a copy. Hot paths with fixed
+    /// members write them one by one instead (`beginObject`, `member`).
     public mutating func object(_ fields: [(key: String, value: Value?)]) {
         if fields.indices.dropFirst().allSatisfy({ fields[$0 - 1].key < fields[$0].key }) {
             writeObject(fields)
@@ -79,13 +79,12 @@ public struct JSONWriter {
         self.value(value)
     }
 
-    /// A value: text, a map of texts or an object of fields (nested objects, keys sorted, nil fields
-    /// left out), a whole or a real number, or a list of values. Not `indirect`: nesting goes through
-    /// arrays, which are references already, and an indirect case boxed every value on the heap.
+    /// A value: text, a map of texts (an object, keys sorted), a whole or a real number, or a list of
+    /// values. Not `indirect`: nesting goes through arrays, which are references already, and an
+    /// indirect case boxed every value on the heap.
     public enum Value {
         case string(String)
         case strings([String: String])
-        case fields([(key: String, value: Value?)])
         case integer(Int64)
         /// Written in Swift's shortest round-trip form (`0.1`, `3.0`, `1e-05`), which JSON readers parse back exactly.
         case real(Double)
@@ -106,7 +105,6 @@ public struct JSONWriter {
         switch value {
         case .string(let text): string(text)
         case .strings(let map): object(map.map { (key: $0.key, value: .string($0.value)) })
-        case .fields(let fields): object(fields)
         case .integer(let number): integer(number)
         case .real(let number): bytes.append(contentsOf: (number.isFinite ? number.description : "null").utf8)
         case .array(let values):
