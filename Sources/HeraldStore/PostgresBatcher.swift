@@ -168,6 +168,6 @@ final class PostgresBatcher: Sendable {
             writer.endObject()
         }
         writer.endList()
-        return String(decoding: writer.bytes, as: UTF8.self)
+        return writer.text
     }
 }

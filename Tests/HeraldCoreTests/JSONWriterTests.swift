@@ -8,7 +8,7 @@ struct JSONWriterTests {
     func written(_ build: (inout JSONWriter) -> Void) -> String {
         var writer = JSONWriter()
         build(&writer)
-        return String(decoding: writer.bytes, as: UTF8.self)
+        return writer.text
     }
 
     @Test("keys sorted, nil fields left out, escapes by RFC 8259, numbers in full")
@@ -26,6 +26,36 @@ struct JSONWriterTests {
         )
     }
 
+    @Test("integers at every digit count: each power of ten, one below it, and their negatives, as Swift prints them")
+    func integerDigits() {
+        var numbers: [Int64] = [0, 1, -1, 9, Int64.max, Int64.min, Int64.min + 1]
+        var power: Int64 = 10
+        for _ in 1...18 {
+            numbers += [power, power - 1, power + 1, -power, -(power - 1)]
+            power = power &* 10
+        }
+        for number in numbers {
+            // After a member, so a digit written short or long would also show in its neighbours.
+            let text = written { $0.object([("a", .string("x")), ("n", .integer(number)), ("z", .string("y"))]) }
+            #expect(text == #"{"a":"x","n":\#(number),"z":"y"}"#)
+        }
+    }
+
+    @Test("a writer that starts small grows past its buffer, through every kind of write, and keeps what it wrote")
+    func growth() throws {
+        var writer = JSONWriter(capacity: 1)
+        let long = String(repeating: "é\"a", count: 3_000)
+        let numbers = (0..<500).map { Int64($0) * 1_000_003 - 250_000_000 }
+        writer.object([
+            ("long", .string(long)), ("numbers", .array(numbers.map { .integer($0) })), ("plain", .string(String(repeating: "b", count: 5_000))),
+        ])
+        let object = try #require(try JSONSerialization.jsonObject(with: writer.data) as? [String: Any])
+        #expect(object["long"] as? String == long)
+        #expect((object["numbers"] as? [NSNumber])?.map(\.int64Value) == numbers)
+        #expect(object["plain"] as? String == String(repeating: "b", count: 5_000))
+        #expect(writer.count == writer.bytes.count && writer.text.utf8.count == writer.count)
+    }
+
     @Test("member by member: commas only between written members and elements, nil members left out, empty list and object")
     func memberByMember() {
         let text = written { writer in
@@ -33,7 +63,8 @@ struct JSONWriterTests {
             for values: [JSONWriter.Value?] in [[nil, .integer(1), nil, .string("x")], [nil, nil], [.array([]), nil]] {
                 writer.element()
                 writer.beginObject()
-                for (index, value) in values.enumerated() { writer.member("k\(index)", value) }
+                let keys: [StaticString] = ["k0", "k1", "k2", "k3"]
+                for (key, value) in zip(keys, values) { writer.member(key, value) }
                 writer.endObject()
             }
             writer.endList()

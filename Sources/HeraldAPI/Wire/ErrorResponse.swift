@@ -59,8 +59,8 @@ enum JSONWire {
     static func response(_ fields: [String: String], status: HTTPResponse.Status = .ok) -> Response {
         var writer = JSONWriter(capacity: 128)
         writer.object(fields.sorted { $0.key < $1.key }.map { (key: $0.key, value: .string($0.value)) })
-        var buffer = ByteBufferAllocator().buffer(capacity: writer.bytes.count)
-        buffer.writeBytes(writer.bytes)
+        var buffer = ByteBufferAllocator().buffer(capacity: writer.count)
+        writer.withBytes { buffer.writeBytes($0) }
         return response(body: buffer, status: status)
     }
 

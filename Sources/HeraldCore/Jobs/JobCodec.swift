@@ -91,7 +91,7 @@ public enum JobCodec {
         var writer = JSONWriter()
         writer.beginObject()
         var common = CommonMembers(job: job)
-        func member(_ key: String, _ value: JSONWriter.Value?) {
+        func member(_ key: StaticString, _ value: JSONWriter.Value?) {
             common.write(before: key, into: &writer)
             writer.member(key, value)
         }
@@ -118,18 +118,18 @@ public enum JobCodec {
         }
         common.write(before: nil, into: &writer)
         writer.endObject()
-        return Data(writer.bytes)
+        return writer.data
     }
 
     /// The members every job has, in key order, written as the payload's members come past them.
     private struct CommonMembers {
-        static let keys = ["createdAt", "expiresAt", "id", "idempotencyKey", "locale", "project", "type"]
+        static let keys: [StaticString] = ["createdAt", "expiresAt", "id", "idempotencyKey", "locale", "project", "type"]
         let job: Job
         var next = 0
 
         /// Writes the common members that sort before `key` (all that are left when nil).
-        mutating func write(before key: String?, into writer: inout JSONWriter) {
-            while next < Self.keys.count, key.map({ Self.keys[next] < $0 }) ?? true {
+        mutating func write(before key: StaticString?, into writer: inout JSONWriter) {
+            while next < Self.keys.count, key.map({ Self.precedes(Self.keys[next], $0) }) ?? true {
                 let name = Self.keys[next]
                 switch next {
                 case 0: writer.member(name, .string(Timestamp.format(job.createdAt)))
@@ -142,6 +142,11 @@ public enum JobCodec {
                 }
                 next += 1
             }
+        }
+
+        /// Whether ASCII key `first` sorts before `second`, as `String`'s `<` orders them.
+        static func precedes(_ first: StaticString, _ second: StaticString) -> Bool {
+            first.withUTF8Buffer { a in second.withUTF8Buffer { b in a.lexicographicallyPrecedes(b) } }
         }
     }
 

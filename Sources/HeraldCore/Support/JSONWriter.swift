@@ -1,19 +1,46 @@
+import Foundation
+
 /// Writes small JSON values (objects with sorted keys), straight into bytes: job bodies are small objects of
 /// strings and string maps, and Foundation's `JSONEncoder` (a container tree, a key sort and a
 /// `Data` copy per call) was about 3 % of a send's CPU.
 ///
 /// Escaping follows RFC 8259: `"` and `\` escaped, control characters as `\u00XX` (short forms for
 /// the common ones), everything else written as UTF-8, `/` included.
-public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+///
+/// The bytes live in the writer's own buffer, not an `[UInt8]`: every append to an array checked its
+/// uniqueness and capacity through a call (about 90 instructions per `append(contentsOf:)`), which was
+/// most of the writer's cost on a send. Noncopyable, so the buffer has exactly one owner and is freed
+/// with it.
+public struct JSONWriter: ~Copyable {
+    private var start: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// Bytes written so far.
+    public private(set) var count = 0
     /// Inside `beginObject`/`endObject`: whether a member was written (the next one needs a comma).
     private var wroteMember = false
     /// Inside `beginList`/`endList`: whether an element was written.
     private var wroteElement = false
 
     public init(capacity: Int = 512) {
-        bytes.reserveCapacity(capacity)
+        self.capacity = max(capacity, 16)
+        start = .allocate(capacity: self.capacity)
     }
+
+    deinit { start.deallocate() }
+
+    /// The bytes written, read in place.
+    public func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try body(UnsafeBufferPointer(start: start, count: count))
+    }
+
+    /// A copy of the bytes written.
+    public var bytes: [UInt8] { withBytes { Array($0) } }
+
+    /// A copy of the bytes written, as `Data`.
+    public var data: Data { Data(bytes: start, count: count) }
+
+    /// The text written (always valid UTF-8: strings come in as `String`s and keys as ASCII).
+    public var text: String { withBytes { String(decoding: $0, as: UTF8.self) } }
 
     /// One object: `fields` in key order, nil values left out. Fields given in key order are written
     /// as they are (its callers sort theirs first); others are sorted on a copy. Hot paths with fixed
@@ -29,54 +56,68 @@ public struct JSONWriter {
     /// An object written member by member, for callers that have their members in key order without a
     /// list of them: `beginObject`, then `member` for each, then `endObject`. Not nested.
     public mutating func beginObject() {
-        bytes.append(UInt8(ascii: "{"))
+        byte(UInt8(ascii: "{"))
         wroteMember = false
     }
 
     /// One member of the object `beginObject` opened; a nil value is left out.
-    public mutating func member(_ key: String, _ value: Value?) {
-        var wrote = wroteMember
-        member(key, value, after: &wrote)
-        wroteMember = wrote
+    ///
+    /// The key is a literal written as it is, without the escape scan a text gets: member-by-member
+    /// callers name their members in code, and keys that need escaping have no place there.
+    public mutating func member(_ key: StaticString, _ value: Value?) {
+        guard let value else { return }
+        writeKey(key, after: wroteMember)
+        wroteMember = true
+        self.value(value)
     }
 
     public mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
+        byte(UInt8(ascii: "}"))
     }
 
     /// A list written element by element, for objects written member by member: `beginList`, then
     /// `element()` before each element (`beginObject` … `endObject`), then `endList`. Not nested.
     public mutating func beginList() {
-        bytes.append(UInt8(ascii: "["))
+        byte(UInt8(ascii: "["))
         wroteElement = false
     }
 
     /// Starts the next element of `beginList`'s list (a comma after the first).
     public mutating func element() {
-        if wroteElement { bytes.append(UInt8(ascii: ",")) }
+        if wroteElement { byte(UInt8(ascii: ",")) }
         wroteElement = true
     }
 
     public mutating func endList() {
-        bytes.append(UInt8(ascii: "]"))
+        byte(UInt8(ascii: "]"))
     }
 
     /// Objects nested in values keep their own comma state here, apart from `beginObject`'s.
     private mutating func writeObject(_ fields: [(key: String, value: Value?)]) {
-        bytes.append(UInt8(ascii: "{"))
+        byte(UInt8(ascii: "{"))
         var wrote = false
-        for field in fields { member(field.key, field.value, after: &wrote) }
-        bytes.append(UInt8(ascii: "}"))
+        for field in fields {
+            guard let value = field.value else { continue }
+            if wrote { byte(UInt8(ascii: ",")) }
+            wrote = true
+            string(field.key)
+            byte(UInt8(ascii: ":"))
+            self.value(value)
+        }
+        byte(UInt8(ascii: "}"))
     }
 
-    /// `key: value`, after a comma when a member came before it (`wrote`); a nil value is left out.
-    private mutating func member(_ key: String, _ value: Value?, after wrote: inout Bool) {
-        guard let value else { return }
-        if wrote { bytes.append(UInt8(ascii: ",")) }
-        wrote = true
-        string(key)
-        bytes.append(UInt8(ascii: ":"))
-        self.value(value)
+    /// `,"key":` (the comma when a member came before it) in one reservation.
+    private mutating func writeKey(_ key: StaticString, after wrote: Bool) {
+        let length = key.utf8CodeUnitCount
+        assert(key.withUTF8Buffer { Self.needsEscape($0) } == false, "a member's key needs no escape")
+        reserve(length + 4)
+        if wrote { store(UInt8(ascii: ",")) }
+        store(UInt8(ascii: "\""))
+        (start + count).update(from: key.utf8Start, count: length)
+        count += length
+        store(UInt8(ascii: "\""))
+        store(UInt8(ascii: ":"))
     }
 
     /// A value: text, a map of texts (an object, keys sorted), a whole or a real number, or a list of
@@ -91,46 +132,54 @@ public struct JSONWriter {
         case array([Value])
     }
 
-    /// One array of arrays (rows of values).
-    public mutating func array(_ rows: [[Value]]) {
-        value(.array(rows.map { .array($0) }))
-    }
-
-    /// One array of values.
-    public mutating func list(_ values: [Value]) {
-        value(.array(values))
-    }
-
     mutating func value(_ value: Value) {
         switch value {
         case .string(let text): string(text)
-        case .strings(let map): object(map.map { (key: $0.key, value: .string($0.value)) })
+        case .strings(let map):
+            // Sorted as they are, not as a list of `Value`s first (a job's params, on every send).
+            byte(UInt8(ascii: "{"))
+            for (index, member) in map.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { byte(UInt8(ascii: ",")) }
+                string(member.key)
+                byte(UInt8(ascii: ":"))
+                string(member.value)
+            }
+            byte(UInt8(ascii: "}"))
         case .integer(let number): integer(number)
-        case .real(let number): bytes.append(contentsOf: (number.isFinite ? number.description : "null").utf8)
+        case .real(let number):
+            if number.isFinite {
+                for byte in number.description.utf8 { self.byte(byte) }
+            } else {
+                literal("null")
+            }
         case .array(let values):
-            bytes.append(UInt8(ascii: "["))
+            byte(UInt8(ascii: "["))
             for (index, element) in values.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                if index > 0 { byte(UInt8(ascii: ",")) }
                 self.value(element)
             }
-            bytes.append(UInt8(ascii: "]"))
+            byte(UInt8(ascii: "]"))
         }
     }
 
     /// Decimal digits, written in place (no String made per number).
     mutating func integer(_ number: Int64) {
-        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        reserve(20)  // a sign and UInt64's 19 or 20 digits
+        if number < 0 { store(UInt8(ascii: "-")) }
         var magnitude = number.magnitude
-        var room: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64 has at most 20 digits
-        withUnsafeMutableBytes(of: &room) { digits in
-            var index = digits.count
-            repeat {
-                index -= 1
-                digits[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            bytes.append(contentsOf: digits[index...])
+        var digits = 1
+        var scale: UInt64 = 10
+        while digits < 20, magnitude >= scale {
+            digits += 1
+            scale = scale &* 10
         }
+        var index = count + digits
+        count = index
+        repeat {
+            index -= 1
+            start[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
     }
 
     /// True when `utf8` holds a byte JSON must escape: a control character, `"` or `\` (found eight at
@@ -141,32 +190,69 @@ public struct JSONWriter {
     }
 
     mutating func string(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        // Most texts need no escape: checked and copied whole from their UTF-8 storage.
-        var text = text
-        let copied = text.withUTF8 { utf8 -> Bool in
-            guard Self.needsEscape(utf8) == false else { return false }
-            bytes.append(contentsOf: utf8)
-            return true
-        }
-        if copied {
-            bytes.append(UInt8(ascii: "\""))
-            return
-        }
+        // Most texts need no escape: checked and copied whole from their UTF-8 storage (small and
+        // native strings have it; anything else is escaped byte by byte below).
+        let copied =
+            text.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+                guard Self.needsEscape(utf8) == false else { return false }
+                reserve(utf8.count + 2)
+                store(UInt8(ascii: "\""))
+                if let base = utf8.baseAddress { (start + count).update(from: base, count: utf8.count) }
+                count += utf8.count
+                store(UInt8(ascii: "\""))
+                return true
+            } ?? false
+        if copied { return }
+        byte(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case UInt8(ascii: "\""): literal("\\\"")
+            case UInt8(ascii: "\\"): literal("\\\\")
+            case 0x0A: literal("\\n")
+            case 0x0D: literal("\\r")
+            case 0x09: literal("\\t")
             case 0..<0x20:
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                bytes.append(HexDigits.lowercase[Int(byte >> 4)])
-                bytes.append(HexDigits.lowercase[Int(byte & 0x0F)])
-            default: bytes.append(byte)
+                literal("\\u00")
+                self.byte(HexDigits.lowercase[Int(byte >> 4)])
+                self.byte(HexDigits.lowercase[Int(byte & 0x0F)])
+            default: self.byte(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+        self.byte(UInt8(ascii: "\""))
+    }
+
+    /// Text written as it is (no quotes, no escapes): numbers' forms and escape sequences.
+    private mutating func literal(_ text: StaticString) {
+        reserve(text.utf8CodeUnitCount)
+        (start + count).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        count += text.utf8CodeUnitCount
+    }
+
+    @inline(__always)
+    private mutating func byte(_ byte: UInt8) {
+        reserve(1)
+        store(byte)
+    }
+
+    /// Writes one byte into room `reserve` made.
+    @inline(__always)
+    private mutating func store(_ byte: UInt8) {
+        start[count] = byte
+        count += 1
+    }
+
+    /// Room for `extra` more bytes: the buffer doubles (at least) when it runs out.
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        let larger = max(needed, capacity * 2)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+        moved.moveInitialize(from: start, count: count)
+        start.deallocate()
+        start = moved
+        capacity = larger
     }
 }
