@@ -100,7 +100,9 @@ final class PostgresBatcher: Sendable {
 
     /// The batch as the function's JSON argument: objects written member by member, in key order.
     /// Built as a tree of `JSONWriter.Value`s first (a list of some twenty-five members per admission,
-    /// checked for order, written, then freed), it was about 35,000 instructions per send on PostgreSQL.
+    /// checked for order, written, then freed), it was about 35,000 instructions per send on PostgreSQL;
+    /// written member by member into an array, 29,600; into the writer's own buffer with literal keys
+    /// and the limits' rows written in place, 18,300.
     static func body(_ operations: [Operation]) -> String {
         var writer = JSONWriter(capacity: 700 * operations.count)
         writer.beginList()
@@ -148,9 +150,18 @@ final class PostgresBatcher: Sendable {
                 writer.member("id", .string(session.id))
                 writer.member("infoSealed", session.sessionInfoSealed.map { .string($0) })
                 writer.member("jobId", session.jobID.map { .string($0.lowercasedText) })
-                writer.member(
-                    "limits",
-                    .array(send.rateEntries.map { .array([.string($0.key), .integer($0.parameters.interval), .integer($0.parameters.tolerance)]) }))
+                // [[key, interval, tolerance], …], written as it is read: no list of values built for it.
+                writer.beginMember("limits")
+                writer.beginList()
+                for entry in send.rateEntries {
+                    writer.element()
+                    writer.beginList()
+                    writer.element(.string(entry.key))
+                    writer.element(.integer(entry.parameters.interval))
+                    writer.element(.integer(entry.parameters.tolerance))
+                    writer.endList()
+                }
+                writer.endList()
                 writer.member("maxAttempts", .integer(Int64(session.maxAttempts)))
                 writer.member("minSends", pumping.map { .integer(Int64($0.minimumSends)) })
                 writer.member("multiple", pumping.map { .real($0.multiple) })

@@ -77,6 +77,40 @@ struct JSONWriterTests {
         #expect(empty == "[]")
     }
 
+    @Test("objects and lists opened member by member nest, each with its own commas")
+    func nested() throws {
+        let text = written { writer in
+            writer.beginList()
+            for rows in [[("a", 1), ("b", -2)], [], [("c", 3)]] {
+                writer.element()
+                writer.beginObject()
+                writer.member("first", .string("x"))
+                writer.beginMember("rows")
+                writer.beginList()
+                for (name, number) in rows {
+                    writer.element()
+                    writer.beginList()
+                    writer.element(.string(name))
+                    writer.element(.integer(Int64(number)))
+                    writer.endList()
+                }
+                writer.endList()
+                writer.beginMember("tail")
+                writer.beginObject()
+                writer.member("k", nil)
+                writer.endObject()
+                writer.member("z", .integer(0))
+                writer.endObject()
+            }
+            writer.endList()
+        }
+        #expect(
+            text
+                == #"[{"first":"x","rows":[["a",1],["b",-2]],"tail":{},"z":0},{"first":"x","rows":[],"tail":{},"z":0},{"first":"x","rows":[["c",3]],"tail":{},"z":0}]"#
+        )
+        #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [Any])
+    }
+
     @Test("fields in key order are written as given, out of order they are sorted first: the same bytes either way")
     func orderedAndShuffled() {
         var random = Xorshift(state: 0x0D_DE_12)

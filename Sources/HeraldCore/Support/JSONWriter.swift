@@ -16,10 +16,11 @@ public struct JSONWriter: ~Copyable {
     private var capacity: Int
     /// Bytes written so far.
     public private(set) var count = 0
-    /// Inside `beginObject`/`endObject`: whether a member was written (the next one needs a comma).
-    private var wroteMember = false
-    /// Inside `beginList`/`endList`: whether an element was written.
-    private var wroteElement = false
+    /// How many objects and lists `beginObject`/`beginList` opened and are still open.
+    private var depth = 0
+    /// Bit `d`: the object or list open at depth `d` has a member or element already (the next one
+    /// needs a comma). 63 levels, far more than anything Herald writes.
+    private var wrote: UInt64 = 0
 
     public init(capacity: Int = 512) {
         self.capacity = max(capacity, 16)
@@ -54,10 +55,11 @@ public struct JSONWriter: ~Copyable {
     }
 
     /// An object written member by member, for callers that have their members in key order without a
-    /// list of them: `beginObject`, then `member` for each, then `endObject`. Not nested.
+    /// list of them: `beginObject`, then `member` for each, then `endObject`. Objects and lists opened
+    /// this way nest.
     public mutating func beginObject() {
         byte(UInt8(ascii: "{"))
-        wroteMember = false
+        open()
     }
 
     /// One member of the object `beginObject` opened; a nil value is left out.
@@ -66,30 +68,60 @@ public struct JSONWriter: ~Copyable {
     /// callers name their members in code, and keys that need escaping have no place there.
     public mutating func member(_ key: StaticString, _ value: Value?) {
         guard let value else { return }
-        writeKey(key, after: wroteMember)
-        wroteMember = true
+        beginMember(key)
         self.value(value)
+    }
+
+    /// The key of a member whose value the caller writes next, with `beginList` or `beginObject`.
+    public mutating func beginMember(_ key: StaticString) {
+        writeKey(key, after: markWritten())
     }
 
     public mutating func endObject() {
         byte(UInt8(ascii: "}"))
+        close()
     }
 
-    /// A list written element by element, for objects written member by member: `beginList`, then
-    /// `element()` before each element (`beginObject` … `endObject`), then `endList`. Not nested.
+    /// A list written element by element: `beginList`, then `element()` before each element
+    /// (`beginObject` … `endObject`, `beginList` … `endList`) or `element(value)` for a plain one, then
+    /// `endList`.
     public mutating func beginList() {
         byte(UInt8(ascii: "["))
-        wroteElement = false
+        open()
     }
 
-    /// Starts the next element of `beginList`'s list (a comma after the first).
+    /// Starts the next element of the list open (a comma after the first).
     public mutating func element() {
-        if wroteElement { byte(UInt8(ascii: ",")) }
-        wroteElement = true
+        if markWritten() { byte(UInt8(ascii: ",")) }
+    }
+
+    /// The next element of the list open: `value`.
+    public mutating func element(_ value: Value) {
+        element()
+        self.value(value)
     }
 
     public mutating func endList() {
         byte(UInt8(ascii: "]"))
+        close()
+    }
+
+    private mutating func open() {
+        depth += 1
+        precondition(depth < 64, "JSONWriter nests 63 levels at most")
+        wrote &= ~(1 << UInt64(depth))
+    }
+
+    private mutating func close() {
+        precondition(depth > 0, "JSONWriter: an end without its begin")
+        depth -= 1
+    }
+
+    /// Marks the open object or list as having an item; returns whether it had one before (a comma is due).
+    private mutating func markWritten() -> Bool {
+        let bit: UInt64 = 1 << UInt64(depth)
+        defer { wrote |= bit }
+        return wrote & bit != 0
     }
 
     /// Objects nested in values keep their own comma state here, apart from `beginObject`'s.
