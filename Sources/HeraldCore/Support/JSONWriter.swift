@@ -127,11 +127,11 @@ public struct JSONWriter: ~Copyable {
     /// Objects nested in values keep their own comma state here, apart from `beginObject`'s.
     private mutating func writeObject(_ fields: [(key: String, value: Value?)]) {
         byte(UInt8(ascii: "{"))
-        var wrote = false
+        var wroteField = false
         for field in fields {
             guard let value = field.value else { continue }
-            if wrote { byte(UInt8(ascii: ",")) }
-            wrote = true
+            if wroteField { byte(UInt8(ascii: ",")) }
+            wroteField = true
             string(field.key)
             byte(UInt8(ascii: ":"))
             self.value(value)
@@ -196,12 +196,12 @@ public struct JSONWriter: ~Copyable {
 
     /// Decimal digits, written in place (no String made per number).
     mutating func integer(_ number: Int64) {
-        reserve(20)  // a sign and UInt64's 19 or 20 digits
+        reserve(20)  // a sign and at most 19 digits (Int64.min's magnitude has 19)
         if number < 0 { store(UInt8(ascii: "-")) }
         var magnitude = number.magnitude
         var digits = 1
         var scale: UInt64 = 10
-        while digits < 20, magnitude >= scale {
+        while digits < 19, magnitude >= scale {
             digits += 1
             scale = scale &* 10
         }
@@ -253,7 +253,7 @@ public struct JSONWriter: ~Copyable {
         self.byte(UInt8(ascii: "\""))
     }
 
-    /// Text written as it is (no quotes, no escapes): numbers' forms and escape sequences.
+    /// Text written as it is (no quotes, no escapes): `null` and escape sequences.
     private mutating func literal(_ text: StaticString) {
         reserve(text.utf8CodeUnitCount)
         (start + count).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
