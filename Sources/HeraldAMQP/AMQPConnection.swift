@@ -72,10 +72,18 @@ public final class AMQPConnection: Service, Sendable {
         case nack(requeue: Bool)
     }
 
-    struct PendingPublish: Sendable {
-        var message: AMQPOutgoingMessage
-        var continuation: CheckedContinuation<Void, any Error>
-        var deadline: ContinuousClock.Instant
+    /// A class, not a struct: it passes through the inbox, the driver and the confirm tracker, and each
+    /// copy of a struct retained every reference in the message (about six copies per publish).
+    final class PendingPublish: Sendable {
+        let message: AMQPOutgoingMessage
+        let continuation: CheckedContinuation<Void, any Error>
+        let deadline: ContinuousClock.Instant
+
+        init(message: AMQPOutgoingMessage, continuation: CheckedContinuation<Void, any Error>, deadline: ContinuousClock.Instant) {
+            self.message = message
+            self.continuation = continuation
+            self.deadline = deadline
+        }
     }
 
     struct Shared {

@@ -39,26 +39,28 @@ struct OutboundFrames {
             try Self.checkShortString(name)
         }
         for (name, _) in message.headers { try Self.checkShortString(name) }
-        frame(Self.methodFrame, channel) { out in
-            out.u16(Self.basicClass)
-            out.u16(Self.publishMethod)
-            out.u16(0)  // reserved-1 (ticket)
-            out.shortString(message.exchange)
-            out.shortString(message.routingKey)
-            out.u8(message.mandatory ? 1 : 0)  // bit 0 mandatory, bit 1 immediate (never)
-        }
-        frame(Self.headerFrame, channel) { out in
-            out.u16(Self.basicClass)
-            out.u16(0)  // weight
-            out.u64(UInt64(message.body.count))
-            out.properties(message)
-        }
+        var frame = beginFrame(Self.methodFrame, channel)
+        u16(Self.basicClass)
+        u16(Self.publishMethod)
+        u16(0)  // reserved-1 (ticket)
+        shortString(message.exchange)
+        shortString(message.routingKey)
+        u8(message.mandatory ? 1 : 0)  // bit 0 mandatory, bit 1 immediate (never)
+        endFrame(frame)
+        frame = beginFrame(Self.headerFrame, channel)
+        u16(Self.basicClass)
+        u16(0)  // weight
+        u64(UInt64(message.body.count))
+        properties(message)
+        endFrame(frame)
         // A body frame's payload is at most frame-max less the 8 bytes of frame header and end.
         let chunk = max(1, frameMax > 0 ? frameMax - 8 : 131_072 - 8)
         var offset = 0
         while offset < message.body.count {
             let end = min(message.body.count, offset + chunk)
-            frame(Self.bodyFrame, channel) { out in out.bytes.append(contentsOf: message.body[offset..<end]) }
+            frame = beginFrame(Self.bodyFrame, channel)
+            bytes.append(contentsOf: message.body[offset..<end])
+            endFrame(frame)
             offset = end
         }
     }
@@ -70,33 +72,38 @@ struct OutboundFrames {
 
     /// `basic.ack` of one delivery, or with `multiple` of every unacknowledged one up to `tag`.
     mutating func ack(tag: UInt64, multiple: Bool = false, channel: UInt16) {
-        frame(Self.methodFrame, channel) { out in
-            out.u16(Self.basicClass)
-            out.u16(Self.ackMethod)
-            out.u64(tag)
-            out.u8(multiple ? 1 : 0)
-        }
+        let frame = beginFrame(Self.methodFrame, channel)
+        u16(Self.basicClass)
+        u16(Self.ackMethod)
+        u64(tag)
+        u8(multiple ? 1 : 0)
+        endFrame(frame)
     }
 
     /// `basic.nack` of one delivery; without `requeue` the broker dead-letters it.
     mutating func nack(tag: UInt64, requeue: Bool, channel: UInt16) {
-        frame(Self.methodFrame, channel) { out in
-            out.u16(Self.basicClass)
-            out.u16(Self.nackMethod)
-            out.u64(tag)
-            out.u8(requeue ? 0b10 : 0)  // bit 0 multiple, bit 1 requeue
-        }
+        let frame = beginFrame(Self.methodFrame, channel)
+        u16(Self.basicClass)
+        u16(Self.nackMethod)
+        u64(tag)
+        u8(requeue ? 0b10 : 0)  // bit 0 multiple, bit 1 requeue
+        endFrame(frame)
     }
 
-    /// type, channel, payload size, payload, frame-end.
-    private mutating func frame(_ type: UInt8, _ channel: UInt16, payload: (inout OutboundFrames) -> Void) {
+    /// A frame is type, channel, payload size, payload, frame-end: `beginFrame` writes the first three
+    /// (the size as a placeholder) and returns where the size goes; the caller writes the payload;
+    /// `endFrame` fills the size in and ends the frame. Not a closure over the payload: closures that
+    /// captured the message copied it, retaining every reference in it, three times a publish.
+    private mutating func beginFrame(_ type: UInt8, _ channel: UInt16) -> Int {
         u8(type)
         u16(channel)
         let sizeAt = bytes.count
         u32(0)
-        let start = bytes.count
-        payload(&self)
-        let size = UInt32(bytes.count - start)
+        return sizeAt
+    }
+
+    private mutating func endFrame(_ sizeAt: Int) {
+        let size = UInt32(bytes.count - sizeAt - 4)
         withUnsafeBytes(of: size.bigEndian) { raw in
             for (index, byte) in raw.enumerated() { bytes[sizeAt + index] = byte }
         }

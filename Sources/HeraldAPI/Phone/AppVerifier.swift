@@ -5,7 +5,10 @@ import Metrics
 
 /// App verification before any SMS: the silent-push handshake (`verifyClient` issues a receipt and
 /// pushes its secret to the device; the next send returns both) and the captcha fallback.
-struct AppVerifier: Sendable {
+///
+/// A class: every send calls it across an `await`, and each call copied the struct, retaining its
+/// twenty-odd references (the limits' lists among them) about 700 instructions a send.
+final class AppVerifier: Sendable {
     let store: any AppVerificationStore & DeliveryLedger & RateLimitStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
@@ -13,6 +16,19 @@ struct AppVerifier: Sendable {
     let captcha: CaptchaVerifier
     let clock: any WallClock
     let logger: Logger
+
+    init(
+        store: any AppVerificationStore & DeliveryLedger & RateLimitStore, publisher: any JobPublisher, keys: HeraldKeys,
+        limits: HeraldConfiguration.Limits, captcha: CaptchaVerifier, clock: any WallClock, logger: Logger
+    ) {
+        self.store = store
+        self.publisher = publisher
+        self.keys = keys
+        self.limits = limits
+        self.captcha = captcha
+        self.clock = clock
+        self.logger = logger
+    }
 
     /// `verifyClient` / `accounts:verifyIosClient`: returns the receipt and how long the SDK should wait
     /// for the push, once the broker confirmed the push job.
