@@ -97,18 +97,29 @@ struct OutboundFrames {
     private mutating func beginFrame(_ type: UInt8, _ channel: UInt16) -> Int {
         u8(type)
         u16(channel)
+        return sizePlaceholder()
+    }
+
+    private mutating func endFrame(_ sizeAt: Int) {
+        fillSize(at: sizeAt)
+        u8(Self.frameEnd)
+        frameCount += 1
+    }
+
+    /// A 32-bit length written before what it measures is known (a frame's payload, a table): returns
+    /// where `fillSize(at:)` writes it once the bytes it counts follow.
+    private mutating func sizePlaceholder() -> Int {
         let sizeAt = bytes.count
         u32(0)
         return sizeAt
     }
 
-    private mutating func endFrame(_ sizeAt: Int) {
+    /// The bytes written after the placeholder at `sizeAt`, big-endian, into it.
+    private mutating func fillSize(at sizeAt: Int) {
         let size = UInt32(bytes.count - sizeAt - 4)
         withUnsafeBytes(of: size.bigEndian) { raw in
             for (index, byte) in raw.enumerated() { bytes[sizeAt + index] = byte }
         }
-        u8(Self.frameEnd)
-        frameCount += 1
     }
 
     /// The basic class's property flags and the properties present, in flag order: content-type (bit
@@ -135,9 +146,7 @@ struct OutboundFrames {
     /// A field table: its byte length, then name and typed value per entry (`S` long string, `l` signed
     /// 64-bit, `t` boolean), names in order as `CArena.table` writes them; values of other kinds are left out.
     private mutating func table(_ entries: AMQPHeaders) {
-        let sizeAt = bytes.count
-        u32(0)
-        let start = bytes.count
+        let sizeAt = sizePlaceholder()
         for (key, value) in entries where value != .unsupported {
             shortString(key)
             switch value {
@@ -154,10 +163,7 @@ struct OutboundFrames {
                 continue
             }
         }
-        let size = UInt32(bytes.count - start)
-        withUnsafeBytes(of: size.bigEndian) { raw in
-            for (index, byte) in raw.enumerated() { bytes[sizeAt + index] = byte }
-        }
+        fillSize(at: sizeAt)
     }
 
     private mutating func u8(_ value: UInt8) { bytes.append(value) }

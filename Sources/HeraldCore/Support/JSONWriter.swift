@@ -130,13 +130,18 @@ public struct JSONWriter: ~Copyable {
         var wroteField = false
         for field in fields {
             guard let value = field.value else { continue }
-            if wroteField { byte(UInt8(ascii: ",")) }
+            writeKey(text: field.key, after: wroteField)
             wroteField = true
-            string(field.key)
-            byte(UInt8(ascii: ":"))
             self.value(value)
         }
         byte(UInt8(ascii: "}"))
+    }
+
+    /// `,"key":` for a key that is a text (escaped as any text is), the comma when a member came before it.
+    private mutating func writeKey(text key: String, after wrote: Bool) {
+        if wrote { byte(UInt8(ascii: ",")) }
+        string(key)
+        byte(UInt8(ascii: ":"))
     }
 
     /// `,"key":` (the comma when a member came before it) in one reservation.
@@ -171,9 +176,7 @@ public struct JSONWriter: ~Copyable {
             // Sorted as they are, not as a list of `Value`s first (a job's params, on every send).
             byte(UInt8(ascii: "{"))
             for (index, member) in map.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { byte(UInt8(ascii: ",")) }
-                string(member.key)
-                byte(UInt8(ascii: ":"))
+                writeKey(text: member.key, after: index > 0)
                 string(member.value)
             }
             byte(UInt8(ascii: "}"))
