@@ -217,6 +217,13 @@ public enum Migrations {
           until_ms INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 13: the sessions' creation-time index goes. Every send inserted an entry into it, one of the
+        // five B-trees a session writes, and only the conversion report read it; a session's id starts
+        // with its creation time (`SessionToken`), so the report reads that range of the primary key
+        // instead. herald-api's user-space instructions per send 404,577 → 400,500 on SQLite.
+        """
+        DROP INDEX verification_sessions_created;
+        """,
     ]
 
     /// PostgreSQL's form of a step where it is not the derived DDL, by version. Each is one statement,

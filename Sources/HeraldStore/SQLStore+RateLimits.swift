@@ -340,16 +340,23 @@ extension SQLStore {
             createdAt: Date(timeIntervalSince1970: Double(created) / 1_000_000))
     }
 
+    /// The conversion report's statement: the id floor of `since` (`?1`) and `since` in milliseconds
+    /// (`?2`).
+    static let conversionQuery = """
+        SELECT created_at_ms / 60000 AS minute, region, count(*), count(CASE WHEN verified = 1 THEN 1 END),
+          max(expires_at_ms - created_at_ms)
+        FROM verification_sessions
+        WHERE id >= ?1 AND created_at_ms >= ?2 AND job_id IS NOT NULL AND region <> ''
+        GROUP BY minute, region ORDER BY minute, region
+        """
+
+    /// Sessions are found by the creation time their ids start with (`SessionToken.storageIDFloor`): a
+    /// range of the primary key, where an index of the creation time cost every send an entry. A session
+    /// stored under an id without the time (made before ids carried it) is not counted.
     public func conversion(since: Date) async throws -> [ConversionCount] {
         try await read { db in
             try db.query(
-                """
-                SELECT created_at_ms / 60000 AS minute, region, count(*), count(CASE WHEN verified = 1 THEN 1 END),
-                  max(expires_at_ms - created_at_ms)
-                FROM verification_sessions
-                WHERE created_at_ms >= ? AND job_id IS NOT NULL AND region <> ''
-                GROUP BY minute, region ORDER BY minute, region
-                """, [.integer(since.millisecondsSince1970)]
+                Self.conversionQuery, [.text(SessionToken.storageIDFloor(createdAt: since)), .integer(since.millisecondsSince1970)]
             ).compactMap { row in
                 guard let minute = row[0].int, let region = row[1].string, let sent = row[2].int, let verified = row[3].int else { return nil }
                 return ConversionCount(minute: minute, region: region, sent: Int(sent), verified: Int(verified), longestLife: row[4].int ?? 0)

@@ -328,7 +328,7 @@ extension HeraldBenchCommand {
         index: Int, at: Date, jobID: UUID, projectID: String = "bench", phoneNumber: String? = nil
     ) -> VerificationSession {
         VerificationSession(
-            id: UUID().uuidString, projectID: projectID, phoneNumber: phoneNumber ?? "+1555\(4_000_000 + index)",
+            id: SessionToken.issue(at: at).storageID, projectID: projectID, phoneNumber: phoneNumber ?? "+1555\(4_000_000 + index)",
             region: index % 3 == 0 ? "US" : "DE", codeHash: Data(repeating: 7, count: 32), createdAt: at, expiresAt: at.addingTimeInterval(600),
             maxAttempts: 5, jobID: jobID)
     }

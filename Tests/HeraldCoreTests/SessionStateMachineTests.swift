@@ -95,6 +95,23 @@ struct SessionStateMachineTests {
         #expect(ids[0].prefix(12) == String(1_790_000_000_000, radix: 16).leftPadded(to: 12))
     }
 
+    @Test("the id floor of a time sorts after every id issued before that millisecond and before every one from it on")
+    func idFloor() {
+        let since = Date(timeIntervalSince1970: 1_790_000_060)
+        let floor = SessionToken.storageIDFloor(createdAt: since)
+        #expect(floor == String(1_790_000_060_000, radix: 16).leftPadded(to: 12))
+        for offset in [-3_600.0, -0.002, -0.001] {
+            let id = SessionToken.issue(at: since.addingTimeInterval(offset)).storageID
+            #expect(id < floor, "\(offset)")
+        }
+        for offset in [0.0, 0.0004, 0.001, 3_600] {
+            let id = SessionToken.issue(at: since.addingTimeInterval(offset)).storageID
+            #expect(id >= floor, "\(offset)")
+            // The floor counts milliseconds as created_at_ms does (rounded down).
+            #expect(id.prefix(12) == SessionToken.storageIDFloor(createdAt: since.addingTimeInterval(offset)))
+        }
+    }
+
     @Test("a token issued before ids carried the time, or any other text, is stored under its whole digest")
     func legacyTokens() {
         let legacy = SecureRandom.base64URL(bytes: 32)

@@ -59,3 +59,47 @@ struct OperatorReadTests {
             createdAt: now, expiresAt: now.addingTimeInterval(300), maxAttempts: 5, jobID: UUID())
     }
 }
+
+extension OperatorReadTests {
+    /// Sessions have no index of their creation time (every send paid an entry in it); the report reads
+    /// the primary key's range from the id floor. A day of sessions and statistics first (ANALYZE), so
+    /// each planner chooses as it would on a real table.
+    @Test("the conversion report reads the last hour's sessions by their ids' time, not the whole table", arguments: [StoreKind.sqlite, .postgres])
+    func conversionReadsTheIDRange(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, opened in
+            let store = try #require(opened as? SQLStore)
+            let since = Date().addingTimeInterval(-3_600)
+            let floor = SessionToken.storageIDFloor(createdAt: since)
+            // 20,000 sessions 4.32 s apart, the last 834 of them from `since` on; ids as sends make them
+            // (the creation time's 12 hex digits, then 52 more).
+            let first = since.millisecondsSince1970 - 82_800_000
+            let plan = try await store.run { db -> String in
+                let (id, hash) =
+                    db.dialect == .sqlite
+                    ? ("printf('%012x', t) || lower(hex(randomblob(26)))", "x'01'") : ("lpad(to_hex(t), 12, '0') || md5(n::text)", "'\\x01'::bytea")
+                let numbers =
+                    db.dialect == .sqlite
+                    ? "WITH RECURSIVE numbers(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM numbers WHERE n < 20000) SELECT n FROM numbers"
+                    : "SELECT n FROM generate_series(1, 20000) AS n"
+                try db.query(
+                    """
+                    INSERT INTO verification_sessions (id, project_id, phone_number, code_hash, created_at_ms, expires_at_ms, max_attempts, job_id, region)
+                    SELECT \(id), 'p', '+1', \(hash), t, t + 300000, 5, 'j', 'US'
+                    FROM (SELECT n, \(first) + n * 4320 AS t FROM (\(numbers)) AS numbers) AS s
+                    """)
+                try db.query(db.dialect == .sqlite ? "ANALYZE" : "ANALYZE verification_sessions")
+                guard db.dialect == .postgres else {
+                    return try db.query("EXPLAIN QUERY PLAN " + SQLStore.conversionQuery, [.text(floor), .integer(since.millisecondsSince1970)])
+                        .compactMap { $0.last?.string }.joined(separator: "\n")
+                }
+                let statement = SQLStore.conversionQuery.replacingOccurrences(of: "?1", with: "'\(floor)'")
+                    .replacingOccurrences(of: "?2", with: "\(since.millisecondsSince1970)")
+                return try db.query("EXPLAIN " + statement).compactMap { $0.first?.string }.joined(separator: "\n")
+            }
+            #expect(plan.contains(kind == .sqlite ? "sqlite_autoindex_verification_sessions_1 (id>?)" : "verification_sessions_pkey"), "\(plan)")
+            // The report counts the hour's sessions, none of the day's before.
+            let sent = try await store.conversion(since: since).reduce(0) { $0 + $1.sent }
+            #expect(sent == (1...20_000).count { first + Int64($0) * 4_320 >= since.millisecondsSince1970 })
+        }
+    }
+}

@@ -305,7 +305,8 @@ struct RateLimitStoreTests {
             let minute = (Date().timeIntervalSince1970 / 60).rounded(.down)
             let now = Date(timeIntervalSince1970: minute * 60 + 30)
             func session(_ region: String, sms: Bool, verified: Bool, created: TimeInterval = 0, ttl: TimeInterval = 300) async throws {
-                let id = UUID().uuidString
+                // Ids as sends make them: the report finds sessions by the time their ids start with.
+                let id = SessionToken.issue(at: now.addingTimeInterval(created)).storageID
                 try await store.insertSession(
                     VerificationSession(
                         id: id, projectID: "p", phoneNumber: "+1", region: region, codeHash: Data(), createdAt: now.addingTimeInterval(created),

@@ -454,7 +454,8 @@ public protocol RateLimitStore: Sendable {
     /// Removes a block (and resets the prefix's velocity); false when there was none.
     func liftPrefixBlock(projectID: String, prefix: String) async throws -> Bool
     /// Per minute and region since `since`, by the sessions' creation: codes sent by SMS and codes
-    /// verified (test numbers excluded). `ConversionWindow` keeps the hour from these.
+    /// verified (test numbers excluded). `ConversionWindow` keeps the hour from these. Counts sessions
+    /// whose ids `SessionToken` issued (they start with the creation time).
     func conversion(since: Date) async throws -> [ConversionCount]
 }
 

@@ -102,15 +102,38 @@ public enum SessionToken {
     /// time can be read back without the rest. The id is made from the time bytes at hand rather than
     /// read back out of the token's text (every send issues one).
     public static func issue(at date: Date) -> (token: String, storageID: String) {
-        let milliseconds = UInt64(max(0, date.timeIntervalSince1970 * 1000))
+        let milliseconds = milliseconds(date)
         // The 38 bytes on the stack, the token and the id written straight into their strings: every
         // send issues one, and arrays, `Data` and copies made it about twenty allocations.
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 38) { raw in
-            for index in 0..<6 { raw[index] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - UInt64(index)))) }
+            for index in 0..<6 { raw[index] = timeByte(index, of: milliseconds) }
             SecureRandom.fill(UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: raw[6...])))
             let token = Base64URL.string(UnsafeRawBufferPointer(raw))
             return (token, storageID(time: UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: raw[..<6])), token: token))
         }
+    }
+
+    /// The least stored id of a session created at or after `date`: that time's 12 hex digits. Ids of
+    /// sessions created later start with the same digits or larger ones, so `id >= floor` holds every
+    /// session created since `date` (and ids from before the time was in them, which sort anywhere:
+    /// a reader also compares the creation time).
+    public static func storageIDFloor(createdAt date: Date) -> String {
+        let milliseconds = milliseconds(date)
+        return String(unsafeUninitializedCapacity: 12) { out in
+            var position = 0
+            for index in 0..<6 { HexDigits.write(timeByte(index, of: milliseconds), into: out, at: &position) }
+            return position
+        }
+    }
+
+    /// Milliseconds since 1970, as a token's time and `created_at_ms` count them (rounded down).
+    private static func milliseconds(_ date: Date) -> UInt64 {
+        UInt64(max(0, date.timeIntervalSince1970 * 1000))
+    }
+
+    /// Byte `index` (0–5) of `milliseconds` as six big-endian bytes.
+    private static func timeByte(_ index: Int, of milliseconds: UInt64) -> UInt8 {
+        UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - UInt64(index))))
     }
 
     /// The stored id for a client token: its creation time as 12 hex digits, then the first 52 hex
