@@ -57,7 +57,8 @@ struct PhoneAccountTests {
 
             // The first number belongs to a phone user; Erin trying to link it gets a proof, no tokens.
             let holder = try await SecurityTests.phoneSignIn(client)
-            let refused = try await Self.verify(client, Self.first, operation: "LINK", idToken: try #require(linked.string("idToken")))
+            let linkedToken = try #require(linked.string("idToken"))
+            let refused = try await Self.verify(client, Self.first, operation: "LINK", idToken: linkedToken)
             #expect(refused.status == 200)
             #expect(refused.string("idToken") == nil && refused.string("localId") == nil)
             #expect(refused.string("phoneNumber") == Self.first && refused.string("temporaryProofExpiresIn") == "3600")
