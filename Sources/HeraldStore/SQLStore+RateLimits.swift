@@ -273,7 +273,6 @@ extension SQLStore {
     /// lock (the row may not exist yet), so concurrent sends from several processes count every event.
     static func observePrefix(_ db: any SQLConnection, projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date) throws -> Bool
     {
-        let micros = now.microsecondsSince1970
         try db.lock("prefix_velocity:\(projectID):\(prefix)")
         let stored = try db.query(
             "SELECT window_start_us, count, baseline FROM prefix_velocity WHERE project_id = ? AND prefix = ?",
@@ -282,6 +281,15 @@ extension SQLStore {
             guard let start = row[0].int, let count = row[1].int else { return nil }
             return PrefixVelocity(windowStart: start, count: Int(count), baseline: row[2].double ?? 0)
         }
+        return try observePrefix(db, projectID: projectID, prefix: prefix, settings: settings, now: now, stored: stored)
+    }
+
+    /// Decides from `stored`, the prefix's velocity row as this transaction read it while holding the
+    /// prefix's lock (on SQLite, the write lock of any transaction), and writes the next one back.
+    static func observePrefix(
+        _ db: any SQLConnection, projectID: String, prefix: String, settings: PrefixVelocity.Settings, now: Date, stored: PrefixVelocity?
+    ) throws -> Bool {
+        let micros = now.microsecondsSince1970
         let (next, trips) = PrefixVelocity.observe(stored, now: micros, settings: settings)
         try db.query(
             """
