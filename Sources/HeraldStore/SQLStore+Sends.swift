@@ -9,15 +9,15 @@ extension SQLStore {
         return try await run { db in
             try db.transaction {
                 let session = send.session
-                let read = try Self.admissionReads(db, send)
-                if read.secondFactorHolder { return .secondFactorHolder }
-                if let block = read.block { return .blocked(block) }
+                let found = try Self.admissionReads(db, send)
+                if found.secondFactorHolder { return .secondFactorHolder }
+                if let block = found.block { return .blocked(block) }
                 let entries = send.rateEntries
                 let now = send.now.microsecondsSince1970
                 if let refusal = try Self.decide(db, entries, now: now) { return .refused(index: refusal.index, decision: refusal.decision) }
                 if let pumping = send.pumping,
                     try Self.observePrefix(
-                        db, projectID: session.projectID, prefix: send.prefix, settings: pumping, now: send.now, stored: read.velocity)
+                        db, projectID: session.projectID, prefix: send.prefix, settings: pumping, now: send.now, stored: found.velocity)
                 {
                     for entry in entries { try Self.refund(db, key: entry.key, parameters: entry.parameters, now: now) }
                     return .tripped

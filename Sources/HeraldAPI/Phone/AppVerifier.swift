@@ -7,7 +7,8 @@ import Metrics
 /// pushes its secret to the device; the next send returns both) and the captcha fallback.
 ///
 /// A class: every send calls it across an `await`, and each call copied the struct, retaining its
-/// twenty-odd references (the limits' lists among them) about 700 instructions a send.
+/// twenty-odd references (the limits' lists among them): 409,996 → 406,049 instructions per send once
+/// it was a class.
 final class AppVerifier: Sendable {
     let store: any AppVerificationStore & DeliveryLedger & RateLimitStore
     let publisher: any JobPublisher
