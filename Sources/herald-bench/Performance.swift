@@ -83,6 +83,9 @@ extension HeraldBenchCommand {
         "broker: raw consume + ack, msg/s": "ceiling",
         "driver: req/s against /healthz (trivial endpoint)": "ceiling",
         "API: CPU µs per /healthz request (HTTP floor)": "—",
+        "API: CPU µs per send refused at its number (no store, no broker)": "—",
+        "API: CPU µs per send, the worker paused meanwhile": "—",
+        "API: CPU µs per send to the test number (session stored, no limits, no job)": "—",
         "API sends/s as a share of raw publish": "—",
         "CPU % during the c64 run: herald-api(s)": "—",
         "CPU % during the c64 run: RabbitMQ": "—",
@@ -175,6 +178,58 @@ extension HeraldBenchCommand {
         return (trivial.perSecond, cpu / Double(max(1, trivial.requests)) * 1_000_000)
     }
 
+    /// The rungs under a send, each loaded like the send (wrk, c64, 5 s) on the same stack in the same
+    /// hour, as herald-api's CPU per request: a sendVerificationCode refused at its phone number (HTTP,
+    /// the body read and parsed, the project resolved, an error envelope written; no store, no broker),
+    /// and one to the project's test number (that, plus the app check and the session written through
+    /// the store's group commit; no limits, no ledger row, no job, no seal of a code). With `/healthz`
+    /// below them and the full send above, the differences are what each part of a send costs, so the
+    /// table shows how far down a send can go while it keeps its guarantees.
+    func sendRungs(_ stack: BenchStack) async throws -> (refused: Double, testNumber: Double) {
+        let pids = stack.apis.map(\.pid)
+        func perRequest(_ body: String, expectAccepted: Bool) async throws -> Double {
+            let before = ProcessCPU.seconds(pids)
+            let result = try await Wrk.run(
+                url: "http://127.0.0.1:\(stack.settings.apiPort)", script: Wrk.fixedSendScript(apiKey: TestConfiguration.apiKey, body: body),
+                seconds: 5)
+            let cpu = ProcessCPU.seconds(pids) - before
+            // A rung that answered otherwise than intended measured something else: say so rather than print it.
+            let answered = expectAccepted ? result.requests - result.failed : result.failed
+            guard result.requests > 0, answered == result.requests else {
+                throw TestFailure("the rung \(body) answered \(result.failed) of \(result.requests) requests with an error")
+            }
+            return cpu / Double(result.requests) * 1_000_000
+        }
+        let refused = try await perRequest(#"{"phoneNumber":"+1"}"#, expectAccepted: false)
+        guard let testNumber = TestConfiguration().testNumbers.keys.first else { throw TestFailure("the test configuration has no test number") }
+        let fixed = try await perRequest(#"{"phoneNumber":"\#(testNumber)"}"#, expectAccepted: true)
+        print(
+            String(
+                format: "(b) rungs under a send at c64: refused at its number %.1f µs of herald-api CPU per request; to the test number %.1f µs",
+                refused, fixed))
+        return (refused, fixed)
+    }
+
+    /// The full send at c64 for 5 s with herald-sms-worker stopped (SIGSTOP; its jobs wait in the queue
+    /// and it drains them once continued): what herald-api spends per send when it does not share the
+    /// two cores with a worker draining as the sends arrive, as the table's c64 run does. The difference
+    /// to that run is the machine's share, not Herald's code.
+    func sendWithWorkerPaused(_ stack: BenchStack) async throws -> (accepted: Int, apiCPU: Double) {
+        let pids = stack.apis.map(\.pid)
+        let workers = stack.workers.withLock { $0.map(\.pid) }
+        for pid in workers { kill(pid, SIGSTOP) }
+        defer { for pid in workers { kill(pid, SIGCONT) } }
+        let before = ProcessCPU.seconds(pids)
+        let result = try await Wrk.run(
+            url: "http://127.0.0.1:\(stack.settings.apiPort)", script: Wrk.sendScript(apiKey: TestConfiguration.apiKey, offset: 80_000_000),
+            seconds: 5)
+        let cpu = ProcessCPU.seconds(pids) - before
+        let accepted = result.requests - result.failed
+        let perSend = cpu / Double(max(1, accepted)) * 1_000_000
+        print(String(format: "(b) sends at c64 with the worker paused: %d accepted, herald-api CPU %.0f µs per send", accepted, perSend))
+        return (accepted, perSend)
+    }
+
     /// One store variant: throughput with the default limits (and each process's CPU meanwhile),
     /// the answer time at a fixed rate with and without limits, enqueue → gateway, memory.
     func apiFigures(_ variant: (label: String, store: TestStore, apis: Int), into table: Table) async throws {
@@ -185,6 +240,9 @@ extension HeraldBenchCommand {
                 let floor = try await healthzFloor(limited)
                 table.add("driver: req/s against /healthz (trivial endpoint)", "driver", floor.perSecond)
                 table.add("API: CPU µs per /healthz request (HTTP floor)", variant.label, floor.cpuPerRequest)
+                let rungs = try await sendRungs(limited)
+                table.add("API: CPU µs per send refused at its number (no store, no broker)", variant.label, rungs.refused)
+                table.add("API: CPU µs per send to the test number (session stored, no limits, no job)", variant.label, rungs.testNumber)
             }
             let load = try await closedLoopLoad(limited)
             table.add("API: accepted sends/s, c64, default limits", variant.label, load.perSecond)
@@ -205,6 +263,11 @@ extension HeraldBenchCommand {
                 table.add("API sends/s as a share of raw publish", variant.label, load.perSecond / ceiling * 100)
             }
             _ = await eventually(timeout: .seconds(120)) { limited.gateway.receivedCount >= load.accepted }
+            if variant.store == .sqlite {
+                let paused = try await sendWithWorkerPaused(limited)
+                table.add("API: CPU µs per send, the worker paused meanwhile", variant.label, paused.apiCPU)
+                _ = await eventually(timeout: .seconds(120)) { limited.gateway.receivedCount >= load.accepted + paused.accepted }
+            }
             let withLimits = try await latency(limited, label: "(c) [\(variant.label)] with limits:")
             table.add("enqueue → gateway p99 ms at 500 req/s", variant.label, withLimits.endToEndP99)
             table.add("API: peak RSS MiB", variant.label, limited.apis.map { Self.mebibytes(statusField($0.pid, "VmHWM")) }.max() ?? .nan)
@@ -478,6 +541,19 @@ enum Wrk {
               local body = string.format('{"phoneNumber":"+1555%07d"}', 2000000 + counter % 8000000)
               return wrk.format("POST", "/v1/accounts:sendVerificationCode?key=\(apiKey)", {["Content-Type"]="application/json"}, body)
             end
+            """
+        try script.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// A Lua script that POSTs sendVerificationCode with the same `body` every time.
+    static func fixedSendScript(apiKey: String, body: String) throws -> String {
+        let path = NSTemporaryDirectory() + "herald-wrk-\(UUID().uuidString.prefix(6)).lua"
+        let script = """
+            wrk.method = "POST"
+            wrk.path = "/v1/accounts:sendVerificationCode?key=\(apiKey)"
+            wrk.headers["Content-Type"] = "application/json"
+            wrk.body = '\(body)'
             """
         try script.write(toFile: path, atomically: true, encoding: .utf8)
         return path
