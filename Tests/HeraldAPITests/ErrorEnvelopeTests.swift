@@ -1,6 +1,8 @@
 import Foundation
 import HeraldCore
+import HeraldStore
 import Hummingbird
+import HummingbirdTesting
 import NIOCore
 import Testing
 
@@ -67,5 +69,32 @@ struct ErrorEnvelopeTests {
         let invalid = HeraldError.render(HeraldError(.invalidPhoneNumber, "TOO_SHORT"))
         #expect(invalid.status.code == 400)
         #expect(invalid.headers[.retryAfter] == nil)
+    }
+}
+
+/// What `IdentityToolkitErrorMiddleware` answers for the store's failures: a store that is unavailable
+/// for now (PostgreSQL down, SQLite's lock held past the busy timeout) is 503 with Retry-After, so
+/// clients retry; a failed statement is 500 without detail.
+@Suite("Store failures on the wire")
+struct StoreFailureAnswerTests {
+    @Test("unavailable is 503 UNAVAILABLE with Retry-After; failed is 500 INTERNAL_ERROR")
+    func storeFailures() async throws {
+        let router = Router(context: HeraldRequestContext.self)
+        router.add(middleware: IdentityToolkitErrorMiddleware())
+        router.post("/locked") { _, _ -> Response in throw StoreError(.unavailable, "SQLite 5: database is locked") }
+        router.post("/broken") { _, _ -> Response in throw StoreError(.failed, "SQLite 1: no such table: sessions") }
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/locked", method: .post) { response in
+                #expect(response.status.code == 503)
+                #expect(response.headers[.retryAfter] == "5")
+                #expect(String(buffer: response.body).contains(#""status":"UNAVAILABLE""#))
+                #expect(String(buffer: response.body).contains("locked") == false)
+            }
+            try await client.execute(uri: "/broken", method: .post) { response in
+                #expect(response.status.code == 500)
+                #expect(String(buffer: response.body).contains(#""message":"INTERNAL_ERROR""#))
+                #expect(String(buffer: response.body).contains("no such table") == false)
+            }
+        }
     }
 }
