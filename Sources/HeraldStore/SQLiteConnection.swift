@@ -93,8 +93,8 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
             return StoreError(.unique(message), "SQLite \(status): \(message)")
         }
         if extended == herald_sqlite_constraint_notnull() { return StoreError(.notNull(message), "SQLite \(status): \(message)") }
-        // Another process held the file's write lock past the busy timeout (a long operator scan, a
-        // process frozen inside a transaction): the store is unavailable for now, not the request wrong,
+        // Another process held the file's write lock past the busy timeout (a long purge, a process
+        // frozen inside a transaction): the store is unavailable for now, not the request wrong,
         // so the API answers 503 with Retry-After rather than 500.
         if status & 0xFF == SQLITE_BUSY || status & 0xFF == SQLITE_LOCKED {
             return StoreError(.unavailable, "SQLite \(status): \(message)")

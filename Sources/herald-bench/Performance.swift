@@ -181,8 +181,9 @@ extension HeraldBenchCommand {
     /// The rungs under a send, each loaded like the send (wrk, c64, 5 s) on the same stack in the same
     /// hour, as herald-api's CPU per request: a sendVerificationCode refused at its phone number (HTTP,
     /// the body read and parsed, the project resolved, an error envelope written; no store, no broker),
-    /// and one to the project's test number (that, plus the app check and the session written through
-    /// the store's group commit; no limits, no ledger row, no job, no seal of a code). With `/healthz`
+    /// and one to the project's test number (that, plus the app check, the second-factor read and the
+    /// session written through the store's group commit; no limits, no ledger row, no job, no seal of a
+    /// code). With `/healthz`
     /// below them and the full send above, the differences are what each part of a send costs, so the
     /// table shows how far down a send can go while it keeps its guarantees.
     func sendRungs(_ stack: BenchStack) async throws -> (refused: Double, testNumber: Double) {

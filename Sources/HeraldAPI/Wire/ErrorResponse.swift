@@ -17,9 +17,9 @@ extension HeraldError: HTTPResponseError {
     /// the answers an abusive client gets by the thousand (limits, bad numbers), and Foundation's
     /// encoder cost about 63,000 instructions per refusal, a quarter of one refused at its phone number
     /// (callgrind, `{"phoneNumber":"+1"}` under wrk). The bytes are those the encoder wrote
-    /// (`WireErrorTests` compares the two).
+    /// (`ErrorEnvelopeTests` compares the two).
     static func render(_ error: HeraldError) -> Response {
-        var headers = errorHeaders
+        var headers = JSONWire.jsonHeaders
         if let retryAfter = error.retryAfter {
             headers[.retryAfter] = String(max(1, Int(retryAfter.seconds.rounded(.up))))
         }
@@ -50,9 +50,6 @@ extension HeraldError: HTTPResponseError {
         writer.withBytes { body.writeBytes($0) }
         return body
     }
-
-    /// Made once: setting a field validates its value byte by byte.
-    private static let errorHeaders: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
 }
 
 /// JSON response bodies.
@@ -83,7 +80,7 @@ enum JSONWire {
     }
 
     /// Made once: setting a field validates its value byte by byte, on every answer.
-    private static let jsonHeaders: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
+    static let jsonHeaders: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
 }
 
 extension ByteBuffer {
