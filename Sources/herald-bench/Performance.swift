@@ -183,9 +183,8 @@ extension HeraldBenchCommand {
     /// the body read and parsed, the project resolved, an error envelope written; no store, no broker),
     /// and one to the project's test number (that, plus the app check, the second-factor read and the
     /// session written through the store's group commit; no limits, no ledger row, no job, no seal of a
-    /// code). With `/healthz`
-    /// below them and the full send above, the differences are what each part of a send costs, so the
-    /// table shows how far down a send can go while it keeps its guarantees.
+    /// code). With `/healthz` below them and the full send above, the differences are what each part of
+    /// a send costs, so the table shows how far down a send can go while it keeps its guarantees.
     func sendRungs(_ stack: BenchStack) async throws -> (refused: Double, testNumber: Double) {
         let pids = stack.apis.map(\.pid)
         func perRequest(_ body: String, expectAccepted: Bool) async throws -> Double {
@@ -281,9 +280,9 @@ extension HeraldBenchCommand {
             }
             _ = await eventually(timeout: .seconds(120)) { limited.gateway.receivedCount >= load.accepted }
             if variant.store == .sqlite {
-                let paused = try await sendWithoutWorker(limited)
-                if let perSend = paused.apiCPU { table.add("API: CPU µs per send, no worker running meanwhile", variant.label, perSend) }
-                _ = await eventually(timeout: .seconds(120)) { limited.gateway.receivedCount >= load.accepted + paused.accepted }
+                let alone = try await sendWithoutWorker(limited)
+                if let perSend = alone.apiCPU { table.add("API: CPU µs per send, no worker running meanwhile", variant.label, perSend) }
+                _ = await eventually(timeout: .seconds(120)) { limited.gateway.receivedCount >= load.accepted + alone.accepted }
             }
             let withLimits = try await latency(limited, label: "(c) [\(variant.label)] with limits:")
             table.add("enqueue → gateway p99 ms at 500 req/s", variant.label, withLimits.endToEndP99)

@@ -10,11 +10,11 @@ import Testing
 struct SQLiteBusyTests {
     @Test("a write transaction and a lone write both fail as unavailable while another connection holds the lock")
     func busyIsUnavailable() throws {
-        let path = NSTemporaryDirectory() + "herald-busy-\(UUID().uuidString.prefix(8)).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let holder = try SQLiteConnection(path: path, synchronous: .normal)
+        let file = ScratchSQLiteFile("busy")
+        defer { file.remove() }
+        let holder = try SQLiteConnection(path: file.path, synchronous: .normal)
         try holder.execute("CREATE TABLE t (x INTEGER)")
-        let waiter = try SQLiteConnection(path: path, synchronous: .normal, busyTimeout: .milliseconds(50))
+        let waiter = try SQLiteConnection(path: file.path, synchronous: .normal, busyTimeout: .milliseconds(50))
         try holder.execute("BEGIN IMMEDIATE")
         for statement in ["BEGIN IMMEDIATE", "INSERT INTO t VALUES (1)"] {
             do {
@@ -32,14 +32,10 @@ struct SQLiteBusyTests {
 
     @Test("a broken statement still fails as failed")
     func otherErrorsStayFailed() throws {
-        let path = NSTemporaryDirectory() + "herald-busy-\(UUID().uuidString.prefix(8)).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let connection = try SQLiteConnection(path: path, synchronous: .normal)
-        #expect(throws: StoreError.self) { try connection.execute("INSERT INTO missing VALUES (1)") }
-        do {
-            try connection.execute("INSERT INTO missing VALUES (1)")
-        } catch let error as StoreError {
-            #expect(error.kind == .failed)
-        }
+        let file = ScratchSQLiteFile("busy")
+        defer { file.remove() }
+        let connection = try SQLiteConnection(path: file.path, synchronous: .normal)
+        let error = #expect(throws: StoreError.self) { try connection.execute("INSERT INTO missing VALUES (1)") }
+        #expect(error?.kind == .failed)
     }
 }

@@ -11,9 +11,9 @@ import Testing
 struct SQLiteTextBindingTests {
     @Test("texts smaller and larger than the buffer, alternately, stored and read back as bound")
     func sizesAlternate() throws {
-        let path = NSTemporaryDirectory() + "herald-bindings-\(UUID().uuidString.prefix(8)).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let connection = try SQLiteConnection(path: path, synchronous: .normal)
+        let file = ScratchSQLiteFile("bindings")
+        defer { file.remove() }
+        let connection = try SQLiteConnection(path: file.path, synchronous: .normal)
         try connection.query("CREATE TABLE t (n INTEGER PRIMARY KEY, a TEXT, b TEXT, c TEXT)", [])
         let texts: [(String, String, String)] = [
             ("a", "", "é😀"),

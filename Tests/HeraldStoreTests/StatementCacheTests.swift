@@ -21,9 +21,9 @@ struct StatementCacheTests {
         #expect(StatementText(Self.first).hashValue == StatementText(Self.second).hashValue)
         #expect(StatementText(Self.first) != StatementText(Self.second))
 
-        let path = NSTemporaryDirectory() + "herald-statements-\(UUID().uuidString.prefix(8)).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let connection = try SQLiteConnection(path: path, synchronous: .normal)
+        let file = ScratchSQLiteFile("statements")
+        defer { file.remove() }
+        let connection = try SQLiteConnection(path: file.path, synchronous: .normal)
         for (sql, expected) in [(Self.first, "x"), (Self.second, "y"), (Self.first, "x"), (Self.second, "y")] {
             #expect(try connection.query(sql, []).first?.first?.string == expected)
         }
@@ -32,9 +32,9 @@ struct StatementCacheTests {
     @Test("statements shorter than a word are hashed whole and run as themselves")
     func shortStatements() throws {
         #expect(StatementText("BEGIN") != StatementText("END"))
-        let path = NSTemporaryDirectory() + "herald-statements-\(UUID().uuidString.prefix(8)).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let connection = try SQLiteConnection(path: path, synchronous: .normal)
+        let file = ScratchSQLiteFile("statements")
+        defer { file.remove() }
+        let connection = try SQLiteConnection(path: file.path, synchronous: .normal)
         _ = try connection.query("BEGIN", [])
         #expect(connection.inTransaction)
         _ = try connection.query("END", [])
