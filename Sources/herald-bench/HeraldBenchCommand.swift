@@ -385,21 +385,30 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     /// `count` sends through `stack`'s first herald-api, 64 at a time, each to a number of its own from
     /// `offset` on; throws at the first one not accepted (the bench's limits refuse nothing).
     func queueSends(_ count: Int, through stack: BenchStack, offset: Int) async throws {
-        let queued = Locked(0)
+        try await makeRequests(count, named: "sendVerificationCode", expecting: 200) { index in
+            try await stack.client.post(
+                "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": BenchStack.phone(offset + index)])
+        }
+    }
+
+    /// `count` requests, 64 at a time, request `index` (1…count) made by `request`; throws at the first
+    /// answer with another status than `expecting`, so a run never counts requests that did other work.
+    func makeRequests(
+        _ count: Int, named name: String, expecting status: Int, _ request: @escaping @Sendable (Int) async throws -> HeraldClient.Answer
+    ) async throws {
+        let made = Locked(0)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<64 {
                 group.addTask {
                     while true {
-                        let index = queued.withLock { queued -> Int? in
-                            guard queued < count else { return nil }
-                            queued += 1
-                            return queued
+                        let index = made.withLock { made -> Int? in
+                            guard made < count else { return nil }
+                            made += 1
+                            return made
                         }
                         guard let index else { return }
-                        let answer = try await stack.client.post(
-                            "/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey,
-                            json: ["phoneNumber": BenchStack.phone(offset + index)])
-                        guard answer.status == 200 else { throw TestFailure("sendVerificationCode: HTTP \(answer.status)") }
+                        let answer = try await request(index)
+                        guard answer.status == status else { throw TestFailure("\(name): HTTP \(answer.status), not \(status)") }
                     }
                 }
             }

@@ -42,19 +42,54 @@ extension HeraldBenchCommand {
             directory: directory, scratch: scratch)
     }
 
-    /// herald-api's instructions per accepted send at c64 with the default limits. Prints each run and
-    /// the functions of the last; returns the counts (none when valgrind is missing).
+    /// What `instructionCounts` measured on one stack: each run's instructions per send, and the rungs
+    /// under a send (`InstructionRung`), one counted run each, in the order of `InstructionRung.all`.
+    struct APIInstructions {
+        var perSend: [Double] = []
+        var rungs: [(rung: InstructionRung, perRequest: Double)] = []
+    }
+
+    /// A request cheaper than a send that does a prefix of a send's work, so the differences between
+    /// rungs are what each part of a send costs in instructions: the same ladder the CPU rungs of the
+    /// performance suite climb (`healthzFloor`, `sendRungs`), counted where the neighbours cannot move it.
+    struct InstructionRung: Sendable {
+        let label: String
+        /// What this rung adds to the one below it.
+        let adds: String
+        let status: Int
+        let request: @Sendable (HeraldClient) async throws -> HeraldClient.Answer
+
+        static let all: [InstructionRung] = [
+            InstructionRung(label: "/healthz", adds: "HTTP alone: read, parse, route, answer", status: 200) { try await $0.get("/healthz") },
+            InstructionRung(
+                label: "refused at its number", adds: "the body read and parsed, the project resolved, an error envelope", status: 400
+            ) {
+                try await $0.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+1"])
+            },
+            InstructionRung(
+                label: "to the test number", adds: "the app check, the second-factor read, the session stored, a log line", status: 200
+            ) { client in
+                guard let number = TestConfiguration().testNumbers.keys.first else { throw TestFailure("the test configuration has no test number") }
+                return try await client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": number])
+            },
+        ]
+    }
+
+    /// herald-api's instructions per accepted send at c64 with the default limits, then per request of
+    /// each rung under a send. Prints each run, the functions of the last send run and the ladder;
+    /// returns the counts (none when valgrind is missing).
     @discardableResult
-    func instructionCounts(listing: Int = 25) async throws -> [Double] {
-        guard let callgrind = try await callgrind("herald-api") else { return [] }
+    func instructionCounts(listing: Int = 25) async throws -> APIInstructions {
+        guard let callgrind = try await callgrind("herald-api") else { return APIInstructions() }
         defer { callgrind.remove() }
         let stack = try await BenchStack.start(
             limits: measuredLimitsSection, store: profileStore == "postgres" ? .postgres : .sqlite, apiLauncher: callgrind.launcher,
             readyTimeout: .seconds(120))
         do {
             try await queueSends(Self.warmUpSends, through: stack, offset: 80_000_000)
-            let counts = try await countedRuns(pid: stack.apis[0].pid, in: callgrind, process: "herald-api", unit: "send", listing: listing) {
-                run in
+            var counted = APIInstructions()
+            let pid = stack.apis[0].pid
+            counted.perSend = try await countedRuns(pid: pid, in: callgrind, process: "herald-api", unit: "send", listing: listing) { run in
                 let before = try await batchTotals(port: stack.apiMetricsPorts[0])
                 try await queueSends(instructionSends, through: stack, offset: 80_000_000 + run * 1_000_000)
                 let after = try await batchTotals(port: stack.apiMetricsPorts[0])
@@ -62,11 +97,40 @@ extension HeraldBenchCommand {
                     instructionSends, String(format: "%.1f sends per commit", (after.calls - before.calls) / max(1, after.commits - before.commits))
                 )
             }
+            for rung in InstructionRung.all {
+                // Each rung once warm before it counts: its own statements prepared, its paths' caches filled.
+                try await makeRequests(Self.warmUpSends, named: rung.label, expecting: rung.status) { _ in try await rung.request(stack.client) }
+                let perRequest = try await countOnce(pid: pid, in: callgrind) {
+                    try await makeRequests(instructionSends, named: rung.label, expecting: rung.status) { _ in
+                        try await rung.request(stack.client)
+                    }
+                    return instructionSends
+                }
+                counted.rungs.append((rung, perRequest))
+            }
+            printLadder(counted)
             await stack.stop()
-            return counts
+            return counted
         } catch {
             await stack.stop()
             throw error
+        }
+    }
+
+    /// The rungs from `/healthz` up to the send, each with what it adds to the one below.
+    private func printLadder(_ counted: APIInstructions) {
+        print("(i) herald-api instructions per request, the rungs under a send (user space; \(instructionSends) each at concurrency 64):")
+        var below = 0.0
+        var steps = counted.rungs.map { (label: $0.rung.label, adds: $0.rung.adds, count: $0.perRequest) }
+        steps.append(
+            (
+                label: "the send", adds: "the limits, the ledger row, the code hashed and sealed, the job published and confirmed",
+                count: Self.percentile(counted.perSend, 0.5)
+            ))
+        for step in steps {
+            let label = step.label.padding(toLength: 22, withPad: " ", startingAt: 0)
+            print("    " + label + String(format: "%9.0f %+9.0f  ", step.count, step.count - below) + step.adds)
+            below = step.count
         }
     }
 
@@ -110,11 +174,12 @@ extension HeraldBenchCommand {
     ) async throws -> [Double] {
         var perUnit: [Double] = []
         for run in 1...runs {
-            _ = try await shell("callgrind_control --zero \(pid) >/dev/null && callgrind_control --instr=on \(pid) >/dev/null")
-            let (units, note) = try await work(run)
-            _ = try await shell("callgrind_control --dump=run\(run) \(pid) >/dev/null && callgrind_control --instr=off \(pid) >/dev/null")
-            let dump = try newestDump(in: callgrind.directory)
-            let instructions = try Self.instructionTotal(of: dump) / Double(max(1, units))
+            var note = ""
+            var units = 0
+            let (instructions, dump) = try await count(pid: pid, in: callgrind, dumpName: "run\(run)") {
+                (units, note) = try await work(run)
+                return units
+            }
             perUnit.append(instructions)
             print(
                 String(
@@ -130,6 +195,23 @@ extension HeraldBenchCommand {
                 format: "(i) %@ instructions per %@: %.0f [%.0f–%.0f] over %d runs", process, unit, Self.percentile(perUnit, 0.5),
                 perUnit.min() ?? 0, perUnit.max() ?? 0, perUnit.count))
         return perUnit
+    }
+
+    /// Instructions per unit of `work` (which returns the units it did), counted once.
+    private func countOnce(pid: Int32, in callgrind: Callgrind, work: () async throws -> Int) async throws -> Double {
+        try await count(pid: pid, in: callgrind, dumpName: "rung", work: work).perUnit
+    }
+
+    /// Counting zeroed and on around `work`, then a dump named `dumpName`: the instructions per unit
+    /// and the dump's path.
+    private func count(
+        pid: Int32, in callgrind: Callgrind, dumpName: String, work: () async throws -> Int
+    ) async throws -> (perUnit: Double, dump: String) {
+        _ = try await shell("callgrind_control --zero \(pid) >/dev/null && callgrind_control --instr=on \(pid) >/dev/null")
+        let units = try await work()
+        _ = try await shell("callgrind_control --dump=\(dumpName) \(pid) >/dev/null && callgrind_control --instr=off \(pid) >/dev/null")
+        let dump = try newestDump(in: callgrind.directory)
+        return (try Self.instructionTotal(of: dump) / Double(max(1, units)), dump)
     }
 
     private func waitForGateway(_ stack: BenchStack, count: Int) async throws {

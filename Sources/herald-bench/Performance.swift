@@ -49,7 +49,9 @@ extension HeraldBenchCommand {
         }
         // The one figure here the neighbours do not move: compare it across days and builds.
         print("")
-        for count in try await instructionCounts(listing: 10) { table.add("API: instructions per send (user space, callgrind)", "sqlite", count) }
+        let instructions = try await instructionCounts(listing: 10)
+        for count in instructions.perSend { table.add("API: instructions per send (user space, callgrind)", "sqlite", count) }
+        for (rung, count) in instructions.rungs { table.add("API: instructions per request \(rung.label) (user space)", "sqlite", count) }
         print("")
         for count in try await workerInstructionCounts(listing: 10) {
             table.add("worker: instructions per job (user space, callgrind)", "sqlite", count)
