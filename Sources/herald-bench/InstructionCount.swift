@@ -62,7 +62,7 @@ extension HeraldBenchCommand {
         static let all: [InstructionRung] = [
             InstructionRung(label: "/healthz", adds: "HTTP alone: read, parse, route, answer", status: 200) { try await $0.get("/healthz") },
             InstructionRung(
-                label: "refused at its number", adds: "the body read and parsed, the project resolved, an error envelope", status: 400
+                label: "refused at its number", adds: "a longer request head, the body read and parsed, the project, an error envelope", status: 400
             ) {
                 try await $0.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+1"])
             },

@@ -51,7 +51,7 @@ extension HeraldBenchCommand {
         print("")
         let instructions = try await instructionCounts(listing: 10)
         for count in instructions.perSend { table.add("API: instructions per send (user space, callgrind)", "sqlite", count) }
-        for (rung, count) in instructions.rungs { table.add("API: instructions per request \(rung.label) (user space)", "sqlite", count) }
+        for (rung, count) in instructions.rungs { table.add(Self.instructionRow(rung), "sqlite", count) }
         print("")
         for count in try await workerInstructionCounts(listing: 10) {
             table.add("worker: instructions per job (user space, callgrind)", "sqlite", count)
@@ -108,7 +108,10 @@ extension HeraldBenchCommand {
         "CPU % during the drain: whole machine": "—",
         "whole machine CPU µs per drained job": "—",
         "jobs/s these cores carry at that cost, every core busy": "—",
-    ]
+    ].merging(InstructionRung.all.map { (instructionRow($0), "—") }) { listed, _ in listed }
+
+    /// The table's row for a rung's instructions per request.
+    static func instructionRow(_ rung: InstructionRung) -> String { "API: instructions per request \(rung.label) (user space)" }
 
     /// The broker's ceilings on this machine in this run: one publisher with 500 confirms in flight,
     /// and one consumer acking each message (prefetch 500).
