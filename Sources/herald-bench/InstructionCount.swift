@@ -43,36 +43,10 @@ extension HeraldBenchCommand {
     }
 
     /// What `instructionCounts` measured on one stack: each run's instructions per send, and the rungs
-    /// under a send (`InstructionRung`), one counted run each, in the order of `InstructionRung.all`.
+    /// under a send (`SendRung`), one counted run each, from the bottom up.
     struct APIInstructions {
         var perSend: [Double] = []
-        var rungs: [(rung: InstructionRung, perRequest: Double)] = []
-    }
-
-    /// A request cheaper than a send that does a prefix of a send's work, so the differences between
-    /// rungs are what each part of a send costs in instructions: the same ladder the CPU rungs of the
-    /// performance suite climb (`healthzFloor`, `sendRungs`), counted where the neighbours cannot move it.
-    struct InstructionRung: Sendable {
-        let label: String
-        /// What this rung adds to the one below it.
-        let adds: String
-        let status: Int
-        let request: @Sendable (HeraldClient) async throws -> HeraldClient.Answer
-
-        static let all: [InstructionRung] = [
-            InstructionRung(label: "/healthz", adds: "HTTP alone: read, parse, route, answer", status: 200) { try await $0.get("/healthz") },
-            InstructionRung(
-                label: "refused at its number", adds: "a longer request head, the body read and parsed, the project, an error envelope", status: 400
-            ) {
-                try await $0.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+1"])
-            },
-            InstructionRung(
-                label: "to the test number", adds: "the app check, the second-factor read, the session stored, a log line", status: 200
-            ) { client in
-                guard let number = TestConfiguration().testNumbers.keys.first else { throw TestFailure("the test configuration has no test number") }
-                return try await client.post("/v1/accounts:sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": number])
-            },
-        ]
+        var rungs: [(rung: SendRung, perRequest: Double)] = []
     }
 
     /// herald-api's instructions per accepted send at c64 with the default limits, then per request of
@@ -97,7 +71,7 @@ extension HeraldBenchCommand {
                     instructionSends, String(format: "%.1f sends per commit", (after.calls - before.calls) / max(1, after.commits - before.commits))
                 )
             }
-            for rung in InstructionRung.all {
+            for rung in SendRung.all {
                 // Each rung once warm before it counts: its own statements prepared, its paths' caches filled.
                 try await makeRequests(Self.warmUpSends, named: rung.label, expecting: rung.status) { _ in try await rung.request(stack.client) }
                 let perRequest = try await countOnce(pid: pid, in: callgrind) {

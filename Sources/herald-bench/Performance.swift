@@ -108,10 +108,10 @@ extension HeraldBenchCommand {
         "CPU % during the drain: whole machine": "—",
         "whole machine CPU µs per drained job": "—",
         "jobs/s these cores carry at that cost, every core busy": "—",
-    ].merging(InstructionRung.all.map { (instructionRow($0), "—") }) { listed, _ in listed }
+    ].merging(SendRung.all.map { (instructionRow($0), "—") }) { listed, _ in listed }
 
     /// The table's row for a rung's instructions per request.
-    static func instructionRow(_ rung: InstructionRung) -> String { "API: instructions per request \(rung.label) (user space)" }
+    static func instructionRow(_ rung: SendRung) -> String { "API: instructions per request \(rung.label) (user space)" }
 
     /// The broker's ceilings on this machine in this run: one publisher with 500 confirms in flight,
     /// and one consumer acking each message (prefetch 500).
@@ -183,31 +183,28 @@ extension HeraldBenchCommand {
         return (trivial.perSecond, cpu / Double(max(1, trivial.requests)) * 1_000_000)
     }
 
-    /// The rungs under a send, each loaded like the send (wrk, c64, 5 s) on the same stack in the same
-    /// hour, as herald-api's CPU per request: a sendVerificationCode refused at its phone number (HTTP,
-    /// the body read and parsed, the project resolved, an error envelope written; no store, no broker),
-    /// and one to the project's test number (that, plus the app check, the second-factor read and the
-    /// session written through the store's group commit; no limits, no ledger row, no job, no seal of a
-    /// code). With `/healthz` below them and the full send above, the differences are what each part of
-    /// a send costs, so the table shows how far down a send can go while it keeps its guarantees.
+    /// The rungs under a send (`SendRung`: refused at its number, to the test number), each loaded like
+    /// the send (wrk, c64, 5 s) on the same stack in the same hour, as herald-api's CPU per request. With
+    /// `/healthz` below them and the full send above, the differences are what each part of a send
+    /// costs, so the table shows how far down a send can go while it keeps its guarantees.
     func sendRungs(_ stack: BenchStack) async throws -> (refused: Double, testNumber: Double) {
         let pids = stack.apis.map(\.pid)
-        func perRequest(_ body: String, expectAccepted: Bool) async throws -> Double {
+        func perRequest(_ rung: SendRung) async throws -> Double {
+            let body = rung.body ?? ""
             let before = ProcessCPU.seconds(pids)
             let result = try await Wrk.run(
                 url: "http://127.0.0.1:\(stack.settings.apiPort)", script: Wrk.fixedSendScript(apiKey: TestConfiguration.apiKey, body: body),
                 seconds: 5)
             let cpu = ProcessCPU.seconds(pids) - before
             // A rung that answered otherwise than intended measured something else: say so rather than print it.
-            let answered = expectAccepted ? result.requests - result.failed : result.failed
+            let answered = rung.status == 200 ? result.requests - result.failed : result.failed
             guard result.requests > 0, answered == result.requests else {
                 throw TestFailure("the rung \(body) answered \(result.failed) of \(result.requests) requests with an error")
             }
             return cpu / Double(result.requests) * 1_000_000
         }
-        let refused = try await perRequest(#"{"phoneNumber":"+1"}"#, expectAccepted: false)
-        guard let testNumber = TestConfiguration().testNumbers.keys.first else { throw TestFailure("the test configuration has no test number") }
-        let fixed = try await perRequest(#"{"phoneNumber":"\#(testNumber)"}"#, expectAccepted: true)
+        let refused = try await perRequest(SendRung.refused)
+        let fixed = try await perRequest(SendRung.testNumber)
         print(
             String(
                 format: "(b) rungs under a send at c64: refused at its number %.1f µs of herald-api CPU per request; to the test number %.1f µs",
