@@ -88,6 +88,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
     // Outermost, so error answers carry the CORS grant too (web SDKs read the error codes).
     router.add(middleware: CrossOriginPolicy(configuration: configuration))
     router.add(middleware: IdentityToolkitErrorMiddleware())
+    if configuration.devMode { router.add(middleware: DevModeHostCheck(admin: AdminAuthorization(tokens: configuration.admin.tokens))) }
     // One transfer thread for the process's outbound calls (siteverify, Apple's keys, worker probes of the status page).
     let curl = CurlClient(logger: logger)
     let verifier = AppVerifier(
@@ -123,7 +124,8 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
         revocation: AppleTokenRevocation(
             store: dependencies.store, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys, clock: dependencies.clock,
             logger: logger),
-        admin: AdminAuthorization(tokens: configuration.admin.tokens), bodyDeadlines: BodyDeadlines(timeout: idleTimeout))
+        admin: AdminAuthorization(tokens: configuration.admin.tokens), bodyDeadlines: BodyDeadlines(timeout: idleTimeout),
+        logger: logger)
     identityToolkit.register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)
     WellKnownRoutes(configuration: configuration).register(on: router)

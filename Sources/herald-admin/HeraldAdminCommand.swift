@@ -395,7 +395,7 @@ extension HeraldAdminCommand.Limits {
         func run() async throws {
             guard LimitKind(rawValue: kind) != nil else { throw ValidationError("unknown kind '\(kind)'") }
             let (_, store) = try await adminStore(options)
-            let states = try await store.rateStates(kind: kind, subject: subject, project: project)
+            let states = try await store.rateStates(kind: kind, subject: LimitCheck.subject(subject, kind: kind), project: project)
             let now = Date().microsecondsSince1970
             for (key, tat) in states {
                 guard let parts = LimitCheck.parse(key), let policy = RatePolicy.parse(parts.policy) else { continue }

@@ -152,3 +152,13 @@ enum Paths {
     static let legacy = "/www.googleapis.com/identitytoolkit/v3/relyingparty/"
     static let token = "/securetoken.googleapis.com/v1/token"
 }
+
+/// Other spellings of a JWT's bytes that lenient base64url decoders accept.
+enum NonCanonicalJWT {
+    /// `token` with the lowest unused bit of its last character set (the same bytes to a lenient decoder).
+    static func lowBitFlipped(_ token: String) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        guard let last = token.last, let value = alphabet.firstIndex(of: last) else { return token }
+        return String(token.dropLast()) + String(alphabet[value ^ 1])
+    }
+}

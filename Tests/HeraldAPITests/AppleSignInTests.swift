@@ -150,6 +150,12 @@ struct AppleSignInTests {
             #expect(once.status == 200, "\(once.errorMessage ?? "")")
             let replay = try await Self.signIn(client, token: good, nonce: nonce)
             #expect(replay.errorMessage == "MISSING_OR_INVALID_NONCE : Duplicate credential received. Please try again with a new credential.")
+            // Nor under another spelling of the same bytes: padding, or the signature's unused low bits set.
+            for variant in [good + "=", good + "==", NonCanonicalJWT.lowBitFlipped(good)] {
+                let respelled = try await Self.signIn(client, token: variant, nonce: nonce)
+                #expect(respelled.status == 400)
+                #expect(respelled.string("idToken") == nil, "\(respelled.errorMessage ?? "")")
+            }
 
             // Request shape errors.
             let noURI = try await client.post(Paths.v1 + "signInWithIdp", apiKey: Self.key, json: ["postBody": "providerId=apple.com"])

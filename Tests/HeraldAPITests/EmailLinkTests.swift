@@ -112,7 +112,10 @@ struct EmailLinkTests {
             #expect(
                 try await send(["requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": "https://evil.example.net/x"])
                     == "UNAUTHORIZED_DOMAIN : Domain not allowlisted by project")
-            // Subdomains of an authorized domain are authorized; a look-alike suffix is not.
+            // Authorized domains match exactly: neither a subdomain nor a look-alike suffix is authorized.
+            #expect(
+                try await send(["requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": "https://user-pages.app.example.com/"])
+                    == "UNAUTHORIZED_DOMAIN : Domain not allowlisted by project")
             #expect(
                 try await send(["requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": "https://notapp.example.com.evil.net/"])
                     == "UNAUTHORIZED_DOMAIN : Domain not allowlisted by project")
@@ -129,15 +132,47 @@ struct EmailLinkTests {
             #expect(try await send(["requestType": "BOGUS", "email": "a@example.com"]) == "INVALID_REQ_TYPE", "not a request type at all: 400")
             #expect(try await harness.publishedEmailJobs(admin).isEmpty)
 
-            // A subdomain continue URL and an authorized linkDomain work.
+            // A link domain must be actionUrl's host or a listed link domain, exactly, even under an authorized domain.
+            for host in ["app.example.com", "user-pages.auth.example.com", "ａttacker.app.example.com", "auth.example.com."] {
+                #expect(
+                    try await send(["requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": url, "linkDomain": host])
+                        == "UNAUTHORIZED_DOMAIN : Domain not allowlisted by project", "\(host)")
+            }
             #expect(
                 try await send([
-                    "requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": "https://m.app.example.com/",
-                    "linkDomain": "app.example.com",
+                    "requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": url, "linkDomain": "Auth.Example.com",
                 ]) == nil)
             let link = try harness.link(in: try #require(try await harness.publishedEmailJobs(admin).first).1)
-            #expect(link.hasPrefix("https://app.example.com/__/auth/action?"))
+            #expect(link.hasPrefix("https://auth.example.com/__/auth/action?"))
         }
+    }
+
+    @Test("link domains listed in emailLink.linkDomains and continue URLs under a *.domain entry are accepted")
+    func listedDomains() async throws {
+        let harness = try APIHarness {
+            $0.authorizedDomains = ["localhost", "app.example.com", "\"*.shop.example.com\""]
+            $0.emailLink = #"{enabled: true, linkTTL: 1h, actionUrl: "https://auth.example.com/__/auth/action", linkDomains: [links.example.com]}"#
+        }
+        try await harness.run { client, admin in
+            func send(_ continueURL: String, linkDomain: String) async throws -> String? {
+                try await client.post(
+                    Paths.v1 + "sendOobCode", apiKey: TestConfiguration.apiKey,
+                    json: ["requestType": "EMAIL_SIGNIN", "email": "a@example.com", "continueUrl": continueURL, "linkDomain": linkDomain]
+                ).errorMessage
+            }
+            #expect(try await send("https://m.shop.example.com/done", linkDomain: "links.example.com") == nil)
+            let link = try harness.link(in: try #require(try await harness.publishedEmailJobs(admin).first).1)
+            #expect(link.hasPrefix("https://links.example.com/__/auth/action?"))
+            #expect(
+                try await send("https://shop.example.com/done", linkDomain: "links.example.com")
+                    == "UNAUTHORIZED_DOMAIN : Domain not allowlisted by project")
+            #expect(
+                try await send("https://m.shop.example.com/", linkDomain: "x.links.example.com")
+                    == "UNAUTHORIZED_DOMAIN : Domain not allowlisted by project")
+        }
+        var invalid = TestConfiguration()
+        invalid.emailLink = #"{enabled: true, actionUrl: "https://auth.example.com/__/auth/action", linkDomains: ["ａttacker.example.com"]}"#
+        #expect { try invalid.parsed() } throws: { ($0 as? ConfigError)?.key == "projects[0].emailLink.linkDomains[0]" }
     }
 
     @Test("signInWithEmailLink: same-email rule, unknown code, expiry with an injected clock, missing fields")
@@ -321,7 +356,7 @@ struct EmailLinkTests {
         }
     }
 
-    @Test("per-address limit on sign-in emails: TOO_MANY_ATTEMPTS_TRY_LATER with Retry-After, nothing published")
+    @Test("per-mailbox limit on sign-in emails: TOO_MANY_ATTEMPTS_TRY_LATER with Retry-After, nothing published; +tags and Gmail dots fold")
     func perAddressLimit() async throws {
         let harness = try APIHarness { $0.limits = "{perEmail: [\"2/1h\"], perIP: [\"1000/1m\"], pumping: {enabled: false}}" }
         try await harness.run { client, admin in
@@ -334,6 +369,23 @@ struct EmailLinkTests {
             other["email"] = "judy@example.com"
             #expect(try await client.post(Paths.v1 + "sendOobCode", apiKey: key, json: other).status == 200)
             #expect(try await harness.publishedEmailJobs(admin).count == 3)
+            // One mailbox under other spellings shares the allowance: +tags, and dots at Gmail.
+            var tagged = body
+            for address in ["ivan+1@example.com", "Ivan+shop@Example.com", "j.u.d.y@example.com"] {
+                tagged["email"] = address
+                let answer = try await client.post(Paths.v1 + "sendOobCode", apiKey: key, json: tagged)
+                #expect(answer.errorMessage == (address.hasPrefix("j.") ? nil : "TOO_MANY_ATTEMPTS_TRY_LATER"), "\(address)")
+            }
+            for address in ["max.power@gmail.com", "maxpower+x@googlemail.com", "m.a.x.p.o.w.e.r@gmail.com"] {
+                tagged["email"] = address
+                let answer = try await client.post(Paths.v1 + "sendOobCode", apiKey: key, json: tagged)
+                #expect(answer.errorMessage == (address == "m.a.x.p.o.w.e.r@gmail.com" ? "TOO_MANY_ATTEMPTS_TRY_LATER" : nil), "\(address)")
+            }
+            // Mail goes to the address as typed.
+            let mailed = try await harness.publishedEmailJobs(admin).compactMap { job -> String? in
+                if case .email(let message) = job.1.payload { message.to } else { nil }
+            }
+            #expect(Set(mailed) == ["j.u.d.y@example.com", "max.power@gmail.com", "maxpower+x@googlemail.com"])
         }
     }
 

@@ -204,7 +204,7 @@ struct SecurityTests {
         }
     }
 
-    @Test("dev endpoints: only loopback pages and loopback Host names; devMode refuses a non-loopback listener")
+    @Test("dev and admin endpoints in devMode: only loopback pages and loopback Host names; devMode refuses a non-loopback listener")
     func devModeEndpoints() async throws {
         let harness = try APIHarness { $0.devMode = true }
         try await harness.run { client, _ in
@@ -221,11 +221,49 @@ struct SecurityTests {
             // DNS rebinding: a page on evil.example.net whose name now points at 127.0.0.1.
             let rebound = try await client.send("GET", codes, apiKey: nil, body: nil, contentType: nil, headers: [("Host", "evil.example.net:9099")])
             #expect(rebound.status == 403)
+            // The same for the admin API and the status page: the admin token is the well-known one in devMode.
+            let batchGet = Self.adminBase + "/accounts:batchGet"
+            let rebind = ("Host", "rebind.evil.example:9099")
+            let listed = try await client.send(
+                "GET", batchGet, apiKey: nil, body: nil, contentType: nil, headers: TestConfiguration.adminHeader + [rebind])
+            #expect(listed.status == 403)
+            #expect(listed.errorMessage?.hasPrefix("INSUFFICIENT_PERMISSION") == true)
+            let named = try await client.send("GET", batchGet, apiKey: nil, body: nil, contentType: nil, headers: TestConfiguration.adminHeader)
+            #expect(named.status == 200)
+            let minted = try await client.post(
+                Paths.v1 + "sendOobCode", apiKey: Self.key,
+                json: ["requestType": "EMAIL_SIGNIN", "email": "dev-victim@example.com", "returnOobLink": true],
+                headers: TestConfiguration.adminHeader + [rebind])
+            #expect(minted.status == 403)
+            #expect(minted.string("oobLink") == nil)
+            let login = try await client.send(
+                "POST", "/admin/login", apiKey: nil, body: Data("token=\(TestConfiguration.adminToken)".utf8),
+                contentType: "application/x-www-form-urlencoded", headers: [rebind])
+            #expect(login.status == 403)
+            #expect(login.header("set-cookie") == nil)
+            #expect(try await client.send("GET", "/admin/", apiKey: nil, body: nil, contentType: nil, headers: [rebind]).status == 403)
+            // Ordinary client calls do not depend on the Host.
+            let ordinary = try await client.post(
+                Paths.v1 + "createAuthUri", apiKey: Self.key, json: ["identifier": "a@example.com", "continueUri": "http://localhost"],
+                headers: [rebind])
+            #expect(ordinary.status == 200)
         }
         var exposed = TestConfiguration()
         exposed.devMode = true
         exposed.apiHost = "0.0.0.0"
         #expect(throws: ConfigError.self) { try exposed.parsed() }
+    }
+
+    @Test("an ID token is accepted in its one spelling: padded or with unused low bits set, it is INVALID_ID_TOKEN")
+    func idTokenSpelling() async throws {
+        let harness = try APIHarness()
+        try await harness.run { client, _ in
+            let idToken = try #require(try await Self.phoneSignIn(client).string("idToken"))
+            #expect(try await Self.lookup(client, idToken).status == 200)
+            for variant in [idToken + "=", idToken + "==", NonCanonicalJWT.lowBitFlipped(idToken)] {
+                #expect(try await Self.lookup(client, variant).errorMessage == "INVALID_ID_TOKEN")
+            }
+        }
     }
 
     @Test("a body over 64 KiB is 413 REQUEST_TOO_LARGE, not a 500")

@@ -20,10 +20,19 @@ struct EmailTests {
         #expect(EmailAddress("alice@example.com")?.masked == "a***@example.com")
     }
 
-    @Test("continue URLs: absolute with scheme and host; host on the allow-list or a subdomain of it")
+    @Test("continue URLs: absolute with scheme and host; host on the allow-list exactly, or under a *.domain entry")
     func continueURLs() throws {
-        let domains = ["example.com", "localhost"]
+        let domains = ["*.example.com", "localhost"]
         #expect(try ContinueURL("https://app.example.com/x?y=1", authorizedDomains: domains).host == "app.example.com")
+        #expect(throws: ContinueURL.Problem.unauthorized(host: "example.com"), "a wildcard is for subdomains only") {
+            try ContinueURL("https://example.com/", authorizedDomains: domains)
+        }
+        #expect(throws: ContinueURL.Problem.unauthorized(host: "app.example.com"), "an exact entry implies no subdomain") {
+            try ContinueURL("https://app.example.com/", authorizedDomains: ["example.com"])
+        }
+        #expect(throws: ContinueURL.Problem.malformed, "hosts are ASCII") {
+            try ContinueURL("https://ａttacker.example.com/", authorizedDomains: domains)
+        }
         #expect(throws: ContinueURL.Problem.malformed) { try ContinueURL("/relative", authorizedDomains: domains) }
         #expect(throws: ContinueURL.Problem.malformed) { try ContinueURL("https:///nohost", authorizedDomains: domains) }
         #expect(throws: ContinueURL.Problem.malformed) { try ContinueURL("https://a b.example.com/", authorizedDomains: domains) }
@@ -40,7 +49,7 @@ struct EmailTests {
 
     @Test("continue URLs where parsers disagree, and non-web schemes, are refused; the rest is rebuilt from its parts")
     func continueURLParsing() throws {
-        let domains = ["example.com", "localhost"]
+        let domains = ["app.example.com", "localhost"]
         // Foundation reads these hosts as example.com or localhost; a browser goes to evil.com.
         for text in [
             "https://evil.com\\@localhost/", "https://evil.com\\@app.example.com/x", "https://evil.com@app.example.com/",
@@ -82,7 +91,7 @@ struct EmailTests {
         #expect(OobCode.generate() != OobCode.generate())
         #expect(OobCode.storageHash("x") != "x" && OobCode.storageHash("x").count == 64)
 
-        let target = try ContinueURL("https://app.example.com/a?b=1#frag", authorizedDomains: ["example.com"])
+        let target = try ContinueURL("https://app.example.com/a?b=1#frag", authorizedDomains: ["app.example.com"])
         let redirect = SignInLink.redirect(
             to: target,
             parameters: [
@@ -172,5 +181,22 @@ struct EmailTests {
             #expect(SessionPurpose(stored: purpose.description) == purpose)
         }
         #expect(SessionPurpose(stored: "bogus") == nil)
+    }
+}
+
+@Suite("Mailboxes for limits")
+struct MailboxTests {
+    @Test("+tags fold everywhere, dots only at Gmail, and the domain's case never counts")
+    func folding() {
+        let cases: [(String, String)] = [
+            ("victim@example.com", "victim@example.com"), ("victim+1@example.com", "victim@example.com"),
+            ("Victim+a+b@EXAMPLE.com", "victim@example.com"), ("v.ic.tim@example.com", "v.ic.tim@example.com"),
+            ("v.ic.tim+x@gmail.com", "victim@gmail.com"), ("victim@googlemail.com", "victim@gmail.com"), ("+x@example.com", "+x@example.com"),
+        ]
+        for (address, mailbox) in cases {
+            #expect(EmailAddress(address)?.mailbox == mailbox, "\(address)")
+        }
+        #expect(LimitCheck.subject("a+b@example.com", kind: "email") == "a@example.com")
+        #expect(LimitCheck.subject("+15555550100", kind: "number") == "+15555550100")
     }
 }

@@ -162,6 +162,27 @@ struct AdmissionRulesTests {
         #expect(ClientAddress.resolve(peer: IPAddress("10.0.0.5"), forwardedFor: nil, trustedProxies: proxies)?.description == "10.0.0.5")
     }
 
+    @Test("X-Forwarded-For hops with ports and brackets parse; a hop that does not counts as its own text, never as the proxy")
+    func forwardedForForms() {
+        let proxies = [IPNetwork("127.0.0.1")!]
+        let proxy = IPAddress("127.0.0.1")
+        func resolve(_ header: String) -> ClientAddress? { ClientAddress.resolve(peer: proxy, forwardedFor: header, trustedProxies: proxies) }
+        #expect(resolve("9.9.9.2:4444") == .address(IPAddress("9.9.9.2")!))
+        #expect(resolve("6.6.6.6, 9.9.9.2:4444") == .address(IPAddress("9.9.9.2")!))
+        #expect(resolve("[2001:db8:1:1::1]:4444") == .address(IPAddress("2001:db8:1:1::1")!))
+        #expect(resolve("[2001:db8:1:1::1]") == .address(IPAddress("2001:db8:1:1::1")!))
+        #expect(resolve("[2001:db8:1:1::1]")?.limitKey == "2001:db8:1:1:0:0:0:0/64")
+        #expect(resolve("127.0.0.1:80, 127.0.0.1") == .address(IPAddress("127.0.0.1")!), "only proxies: the first hop")
+        for garbage in ["unknown", "9.9.9.2:", "9.9.9.2:123456", "[2001:db8::1]x", "2001:db8::1:4444x", "_hidden", "[::1]:80:80"] {
+            let client = resolve("9.9.9.9, " + garbage)
+            #expect(client == .unparsed(garbage), "\(garbage)")
+            #expect(client?.limitKey == "hop:" + garbage)
+            #expect(client?.address == nil)
+        }
+        #expect(resolve("9.9.9.9, " + String(repeating: "x", count: 500))?.limitKey.count == 68, "the text is kept to 64 bytes")
+        #expect(resolve("x\u{1b}[2J\n")?.description == "unparsed hop x\\u{1b}[2J\\n", "shown escaped")
+    }
+
     @Test("region policy: allow-list only those, deny-list all but those")
     func regions() {
         let allowUS = HeraldConfiguration.Project.Regions(allow: ["US", "CA"], deny: [])

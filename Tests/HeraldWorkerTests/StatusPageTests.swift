@@ -19,7 +19,12 @@ struct StatusPageTests {
             _ = try await stack.sendCode(to: "+15555550601")
             try await stack.waitForGateway(1)
             // The second is refused for good, with an answer that tries to inject markup.
-            stack.gateway.script([FakeSMSGateway.Reply(status: 422, body: #"<script>alert("x")</script>"#)])
+            // A prepend scalar before < and a combining mark after > hide them from an escaper of Characters.
+            stack.gateway.script([
+                FakeSMSGateway.Reply(
+                    status: 422,
+                    body: "\u{0600}<meta http-equiv=refresh content=0;url=https://phish.example/>\u{0301}" + #"<script>alert("x")</script>"#)
+            ])
             _ = try await stack.sendCode(to: "+15555550602")
             let deadQueue = stack.topology.deadQueue(.sms)
             #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
@@ -38,6 +43,7 @@ struct StatusPageTests {
             #expect(page.header("content-security-policy")?.contains("default-src 'none'") == true)
             #expect(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"), "the gateway's answer is shown escaped")
             #expect(html.contains("<script>") == false)
+            #expect(html.contains("<meta http-equiv") == false && html.contains("\u{0600}&lt;meta http-equiv"), "escaped whatever precedes it")
             #expect(
                 html.components(separatedBy: "+15555550602").count == 2, "the number only in the search field it was typed into; listings mask it")
             #expect(html.contains("+15*****0602"))

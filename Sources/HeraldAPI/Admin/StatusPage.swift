@@ -249,7 +249,7 @@ struct StatusPage: Sendable {
     func limitsSection(kind: String?, subject: String?, project: String?) async -> String {
         var result = ""
         if let kind, let subject {
-            let states = (try? await store.rateStates(kind: kind, subject: subject, project: project)) ?? []
+            let states = (try? await store.rateStates(kind: kind, subject: LimitCheck.subject(subject, kind: kind), project: project)) ?? []
             let now = clock.now.microsecondsSince1970
             let rows = states.map { state in
                 let free = state.tat <= now ? "free now" : "next send in " + Self.age(Double(state.tat - now) / 1_000_000)
@@ -337,8 +337,10 @@ struct StatusPage: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         headers[.cacheControl] = "no-store"
-        // No script runs here at all; forms post only to this origin; no framing (clickjacking).
-        headers[.contentSecurityPolicy] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        // No script runs here at all; forms post only to this origin; no framing (clickjacking). CSP cannot
+        // stop an injected meta refresh or form: escaping every value (`h`) is what prevents those.
+        headers[.contentSecurityPolicy] =
+            "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         headers[.xContentTypeOptions] = "nosniff"
         headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))

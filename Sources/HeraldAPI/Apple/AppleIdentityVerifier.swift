@@ -34,7 +34,8 @@ struct AppleIdentityVerifier: Sendable {
 
     func verify(_ idToken: String, rawNonce: String?, project: HeraldConfiguration.Project) async throws(HeraldError) -> Verified {
         let parts = idToken.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerData = Self.base64URLDecoded(parts[0]), let payloadData = Self.base64URLDecoded(parts[1]),
+        guard CompactJWS.isCanonical(idToken), parts.count == 3, let headerData = Self.base64URLDecoded(parts[0]),
+            let payloadData = Self.base64URLDecoded(parts[1]),
             let header = (try? JSONSerialization.jsonObject(with: headerData)) as? [String: Any]
         else { throw HeraldError(.invalidIdPResponse, "Unable to parse id_token.") }
         guard header["alg"] as? String == "RS256", let kid = header["kid"] as? String, kid.isEmpty == false else {

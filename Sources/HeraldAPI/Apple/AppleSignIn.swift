@@ -98,7 +98,7 @@ struct AppleSignIn: Sendable {
             let verified = try await verifier.verify(idToken, rawNonce: form["nonce"], project: project)
             let claims = verified.claims
             let expiry = claims.expiresAt.addingTimeInterval(AppleIdentityCheck.leeway)
-            guard try await store.spendCredential(hash: AppleIdentityCheck.replayKey(of: idToken), projectID: project.id, expiresAt: expiry) else {
+            guard try await store.spendCredential(hash: AppleIdentityCheck.replayKey(of: claims), projectID: project.id, expiresAt: expiry) else {
                 logger.notice("Apple identity token replayed", metadata: ["project": .string(project.id)])
                 throw AppleIdentityCheck.duplicate
             }

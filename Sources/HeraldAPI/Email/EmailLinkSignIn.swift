@@ -80,7 +80,7 @@ struct EmailLinkSignIn: Sendable {
             return Sent(email: email.value, oobCode: code, oobLink: link)
         }
 
-        let checks = LimitCheck.forEmail(project: project.id, email: email.value, clientKey: origin.clientKey, limits: limits)
+        let checks = LimitCheck.forEmail(project: project.id, email: email.mailbox, clientKey: origin.clientKey, limits: limits)
         // Limits a leased token covers (the busy client-address and project rows) are spent here.
         let coverage = leases.cover(checks, now: now)
         let refusal: RateLimiter.Refusal?
@@ -282,14 +282,13 @@ struct EmailLinkSignIn: Sendable {
         }
     }
 
-    /// The handler the link points at: `emailLink.actionUrl`, or the same path on `linkDomain` (a
-    /// custom Hosting domain, which must be authorized).
+    /// The handler the link points at: `emailLink.actionUrl`, or the same path on `linkDomain`, which must
+    /// be `actionUrl`'s host or one of `emailLink.linkDomains`, exactly: the link's host receives its code,
+    /// so the requester may not pick any host under an authorized domain.
     static func actionURL(project: HeraldConfiguration.Project, linkDomain: String?) throws(HeraldError) -> String {
         guard let linkDomain else { return project.emailLink.actionUrl }
         let host = linkDomain.lowercased()
-        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }),
-            ContinueURL.isAuthorized(host: host, domains: project.authorizedDomains)
-        else {
+        guard host.utf8.allSatisfy({ $0 < 0x80 }), project.emailLink.isLinkDomain(host) else {
             throw HeraldError(.unauthorizedDomain, "Domain not allowlisted by project")
         }
         let path = URL(string: project.emailLink.actionUrl)?.path ?? "/__/auth/action"

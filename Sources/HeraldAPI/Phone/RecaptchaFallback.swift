@@ -144,14 +144,23 @@ struct RecaptchaFallback: Sendable {
 
     /// JSON that cannot end the script element it sits in.
     static func scriptSafeJSON(_ value: [String: String]) -> String {
-        String(decoding: JSONWire.encode(value).readableBytesView, as: UTF8.self)
-            .replacingOccurrences(of: "<", with: "\\u003c").replacingOccurrences(of: ">", with: "\\u003e")
-            .replacingOccurrences(of: "&", with: "\\u0026")
+        // By bytes: `replacingOccurrences` compares with Unicode rules, so a `>` followed by a combining mark
+        // is no match for ">" and would stay raw.
+        var out: [UInt8] = []
+        for byte in JSONWire.encode(value).readableBytesView {
+            switch byte {
+            case UInt8(ascii: "<"): out.append(contentsOf: "\\u003c".utf8)
+            case UInt8(ascii: ">"): out.append(contentsOf: "\\u003e".utf8)
+            case UInt8(ascii: "&"): out.append(contentsOf: "\\u0026".utf8)
+            default: out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Text for a double-quoted HTML attribute.
     static func attribute(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "<", with: "&lt;")
+        Template.escapeHTML(text)
     }
 
     static func page(_ status: HTTPResponse.Status, _ text: String) -> Response {

@@ -21,6 +21,9 @@ struct IdentityToolkitRoutes: Sendable {
     let admin: AdminAuthorization
     /// Closes connections whose body takes longer than `http.idleTimeout` to arrive.
     let bodyDeadlines: BodyDeadlines
+    let logger: Logger
+    /// A proxy that writes hops Herald cannot read does so on every request: warned about once.
+    let unparsedHops = FirstOccurrence()
 
     /// Legacy relyingparty names → v1 operations.
     static let legacyNames: [String: String] = [
@@ -212,10 +215,15 @@ struct IdentityToolkitRoutes: Sendable {
         let client = ClientAddress.resolve(
             peer: context.remoteAddress.flatMap(IPAddress.init), forwardedFor: request.headers.value(.xForwardedFor),
             trustedProxies: trustedProxies)
+        if case .unparsed = client, unparsedHops.isFirst() {
+            logger.warning(
+                "an X-Forwarded-For hop from a trusted proxy is not an address; such requests count against the hop's text",
+                metadata: ["hop": .string(client?.description ?? "")])
+        }
         return PhoneSignIn.Origin(
-            clientKey: client?.limitKey, remoteIP: client?.description,
+            clientKey: client?.limitKey, remoteIP: client?.address?.description,
             bundleID: request.headers.value(.xIosBundleIdentifier),
-            locale: request.headers.value(.xFirebaseLocale) ?? body.string("languageCode"),
+            locale: LocaleTag.validated(request.headers.value(.xFirebaseLocale)) ?? LocaleTag.validated(body.string("languageCode")),
             traceparent: request.headers.value(.traceparent).flatMap(TraceParent.init(header:))?.child() ?? .random())
     }
 

@@ -87,6 +87,8 @@ public struct TokenIssuer: Sendable {
     /// Checks an ID token this issuer signed: signature, expiry, audience. Malformed, foreign or for
     /// another project → INVALID_ID_TOKEN; expired → TOKEN_EXPIRED.
     public func verify(_ idToken: String, projectID: String, now: Date) async throws(HeraldError) -> Verified {
+        // One spelling per token: jwt-kit also accepts padding and stray low bits.
+        guard CompactJWS.isCanonical(idToken) else { throw HeraldError(.invalidIDToken) }
         let claims: IDTokenClaims
         do {
             claims = try await keys.verify(idToken, as: IDTokenClaims.self)

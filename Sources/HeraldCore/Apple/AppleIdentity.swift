@@ -78,8 +78,13 @@ public enum AppleIdentityCheck {
         return nil
     }
 
-    /// The replay key of a token: its hash (a token is accepted once; Apple's are single-use).
-    public static func replayKey(of idToken: String) -> String { SHA256Hex.digest("apple.com:" + idToken) }
+    /// The replay key of a verified token, from what it says rather than how it is spelled (a token is
+    /// accepted once; Apple's are single-use): issuer, subject, issue time and nonce. Apple issues one token
+    /// per sign-in request and the nonce is the app's, fresh for each, so two genuine tokens never share it.
+    public static func replayKey(of claims: AppleIdentityClaims) -> String {
+        let issued = Int64((claims.issuedAt.timeIntervalSince1970 * 1000).rounded())
+        return SHA256Hex.digest("apple.com|\(claims.issuer)|\(claims.subject)|\(issued)|\(claims.nonce ?? "")")
+    }
 
     /// The error a replayed token gets, Firebase's text.
     public static let duplicate = HeraldError(.missingOrInvalidNonce, "Duplicate credential received. Please try again with a new credential.")

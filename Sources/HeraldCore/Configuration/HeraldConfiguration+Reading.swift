@@ -537,6 +537,21 @@ extension HeraldConfiguration.Project {
                     problem: "must be an app's own URL scheme such as com.example.app (got '\(scheme)')")
             }
         }
+        self.emailLink.linkDomains = try emailLink.stringList("linkDomains", default: [])
+        for (index, host) in self.emailLink.linkDomains.enumerated() {
+            let valid =
+                host.isEmpty == false && host.utf8.count <= 253
+                && host.utf8.allSatisfy {
+                    ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                        || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                }
+                && host.hasPrefix(".") == false && host.hasSuffix(".") == false && host.contains("..") == false
+            guard valid else {
+                throw ConfigError(
+                    key: emailLink.keyPath("linkDomains") + "[\(index)]",
+                    problem: "must be a host name in lowercase ASCII such as links.example.com (got '\(host)')")
+            }
+        }
         try emailLink.finish()
 
         let apple = try reader.section("apple")

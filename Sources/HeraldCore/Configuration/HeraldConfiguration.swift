@@ -309,6 +309,14 @@ public struct HeraldConfiguration: Sendable {
             /// Custom URL schemes of the project's apps (`com.example.app`) a continue URL may use besides
             /// http and https.
             public var appSchemes: [String]
+            /// Hosts a request may name as `linkDomain` (where the link, and so its code, goes): each
+            /// exactly, ASCII and lowercase, besides `actionUrl`'s own host.
+            public var linkDomains: [String] = []
+
+            /// True when `host` may carry this project's links: `actionUrl`'s host or a listed link domain.
+            public func isLinkDomain(_ host: String) -> Bool {
+                URL(string: actionUrl)?.host?.lowercased() == host || linkDomains.contains(host)
+            }
         }
 
         /// `projects[].apple`: Sign in with Apple (`signInWithIdp`) and token revocation (`revokeToken`).

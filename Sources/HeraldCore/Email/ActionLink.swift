@@ -85,7 +85,7 @@ public struct ContinueURL: Sendable, Equatable {
                 guard
                     labels.allSatisfy({ label in
                         label.isEmpty == false && label.count <= 63 && label.first != "-" && label.last != "-"
-                            && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
+                            && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
                     }) || (host.isEmpty && isWeb == false)
                 else { throw .malformed }
             }
@@ -139,11 +139,14 @@ public struct ContinueURL: Sendable, Equatable {
         return out
     }
 
-    /// True when `host` is one of `domains` or a subdomain of one.
+    /// True when `host` is one of `domains` exactly, or a subdomain of a domain listed as `*.example.com`
+    /// (which does not cover `example.com` itself). Subdomains are not implied: a user-content or dangling
+    /// host under an authorized domain would otherwise receive codes.
     public static func isAuthorized(host: String, domains: [String]) -> Bool {
         domains.contains { domain in
             let domain = domain.lowercased()
-            return host == domain || host.hasSuffix("." + domain)
+            if domain.hasPrefix("*.") { return host.hasSuffix(domain.dropFirst()) && host.count > domain.count - 1 }
+            return host == domain
         }
     }
 }

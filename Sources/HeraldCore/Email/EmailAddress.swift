@@ -28,6 +28,21 @@ public struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
         value = trimmed
     }
 
+    /// The mailbox the address reaches, for limits only: a `+tag` suffix of the local part is dropped,
+    /// and for Gmail (which ignores dots and answers on googlemail.com too) the dots as well, so
+    /// `victim+1@…` and `victim+2@…` share one allowance. Mail still goes to the address as given.
+    public var mailbox: String {
+        let at = value.lastIndex(of: "@")!
+        var local = value[..<at]
+        var domain = String(value[value.index(after: at)...])
+        if let plus = local.firstIndex(of: "+"), plus > local.startIndex { local = local[..<plus] }
+        if domain == "gmail.com" || domain == "googlemail.com" {
+            domain = "gmail.com"
+            return local.filter { $0 != "." } + "@" + domain
+        }
+        return local + "@" + domain
+    }
+
     /// The part after `@`.
     public var domain: String { String(value[value.index(after: value.lastIndex(of: "@")!)...]) }
 

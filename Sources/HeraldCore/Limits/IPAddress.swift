@@ -168,18 +168,66 @@ public struct IPNetwork: Sendable, Hashable {
     }
 }
 
-/// Which address a request counts against: the peer, or — when the peer is a trusted proxy — the
+/// Which client a request counts against: the peer, or — when the peer is a trusted proxy — the
 /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy. A client cannot dodge its
 /// limit by sending its own `X-Forwarded-For` unless it is (or comes through) a trusted proxy.
-public enum ClientAddress {
-    public static func resolve(peer: IPAddress?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> IPAddress? {
+public enum ClientAddress: Sendable, Equatable, CustomStringConvertible {
+    /// An address the request came from.
+    case address(IPAddress)
+    /// A hop a trusted proxy wrote that is not an address in any form Herald reads. It is that proxy's
+    /// word for the client, so the request counts against that text, never against the proxy itself
+    /// (which would put every client behind it in one bucket).
+    case unparsed(String)
+
+    /// The key the per-IP limits count under.
+    public var limitKey: String {
+        switch self {
+        case .address(let address): address.limitKey
+        case .unparsed(let text): "hop:" + String(decoding: text.utf8.prefix(Self.maximumHopLength), as: UTF8.self)
+        }
+    }
+
+    /// The address, when there is one (what a captcha check is told).
+    public var address: IPAddress? {
+        if case .address(let address) = self { address } else { nil }
+    }
+
+    public var description: String {
+        switch self {
+        case .address(let address): address.description
+        case .unparsed(let text): "unparsed hop " + LogText.escaped(String(decoding: text.utf8.prefix(Self.maximumHopLength), as: UTF8.self))
+        }
+    }
+
+    /// The longest hop text kept: longer than any address with a port and a zone.
+    static let maximumHopLength = 64
+
+    public static func resolve(peer: IPAddress?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> ClientAddress? {
         guard let peer else { return nil }
-        guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return peer }
+        guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return .address(peer) }
         let hops = forwardedFor.split(separator: ",").map(\.trimmingWhitespace)
         for hop in hops.reversed() {
-            guard let address = IPAddress(hop) else { return peer }
-            if trustedProxies.contains(where: { $0.contains(address) }) == false { return address }
+            guard let address = hopAddress(hop) else { return hop.isEmpty ? .address(peer) : .unparsed(hop) }
+            if trustedProxies.contains(where: { $0.contains(address) }) == false { return .address(address) }
         }
-        return hops.first.flatMap(IPAddress.init) ?? peer
+        return hops.first.flatMap(hopAddress).map(ClientAddress.address) ?? .address(peer)
+    }
+
+    /// One `X-Forwarded-For` hop: an address, or one with a port as proxies write them (`203.0.113.7:4711`,
+    /// Azure Application Gateway's form; `[2001:db8::1]:4711`; `[2001:db8::1]`).
+    static func hopAddress(_ hop: String) -> IPAddress? {
+        if let address = IPAddress(hop) { return address }
+        if hop.hasPrefix("["), let close = hop.firstIndex(of: "]") {
+            let rest = hop[hop.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") && isPort(rest.dropFirst()) else { return nil }
+            return IPAddress(String(hop[hop.index(after: hop.startIndex)..<close]))
+        }
+        let parts = hop.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, isPort(parts[1]), let address = IPAddress(String(parts[0])), address.isIPv4 else { return nil }
+        return address
+    }
+
+    static func isPort(_ text: Substring) -> Bool {
+        (1...5).contains(text.utf8.count) && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 }

@@ -111,13 +111,19 @@ public struct LimitCheck: Sendable, Equatable {
         return checks
     }
 
-    /// The limits of one sign-in email: per client address, per recipient, per project.
+    /// The limits of one sign-in email: per client address, per recipient's mailbox
+    /// (`EmailAddress.mailbox`), per project.
     public static func forEmail(project: String, email: String, clientKey: String?, limits: HeraldConfiguration.Limits) -> [LimitCheck] {
         var checks: [LimitCheck] = []
         if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
         checks += limits.perEmail.map { LimitCheck(kind: .email, scope: project, subject: email, policy: $0) }
         checks += limits.perProject.map { LimitCheck(kind: .project, scope: project, subject: project, policy: $0) }
         return checks
+    }
+
+    /// The subject an operator's lookup names, as the limits key it: an address by its mailbox.
+    public static func subject(_ typed: String, kind: String) -> String {
+        kind == LimitKind.email.rawValue ? EmailAddress(typed)?.mailbox ?? typed : typed
     }
 
     /// The limits of one code check.

@@ -108,18 +108,29 @@ public struct Template: Sendable, Equatable {
             }
             return String(decoding: out, as: UTF8.self)
         case .html:
-            var out = ""
-            for character in value {
-                switch character {
-                case "&": out += "&amp;"
-                case "<": out += "&lt;"
-                case ">": out += "&gt;"
-                case "\"": out += "&quot;"
-                case "'": out += "&#39;"
-                default: out.append(character)
-                }
-            }
-            return out
+            return escapeHTML(value)
         }
+    }
+
+    /// `&`, `<`, `>`, `"` and `'` as character references, matched on UTF-8 bytes. Never on Swift
+    /// `Character`s: those are grapheme clusters, so `"\u{0600}<"` (a prepend scalar) or `">\u{0301}"` (a
+    /// combining mark) is one Character equal to none of the five, yet a browser still reads its `<` or `>`.
+    /// The five are ASCII, and no byte of a multi-byte UTF-8 sequence is below 0x80, so bytes are exact.
+    public static func escapeHTML(_ value: String) -> String {
+        let special: Set<UInt8> = [UInt8(ascii: "&"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\""), UInt8(ascii: "'")]
+        if value.utf8.contains(where: special.contains) == false { return value }
+        var out: [UInt8] = []
+        out.reserveCapacity(value.utf8.count + 16)
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
+            case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
+            case UInt8(ascii: ">"): out.append(contentsOf: "&gt;".utf8)
+            case UInt8(ascii: "\""): out.append(contentsOf: "&quot;".utf8)
+            case UInt8(ascii: "'"): out.append(contentsOf: "&#39;".utf8)
+            default: out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }
