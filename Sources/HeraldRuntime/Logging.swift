@@ -78,12 +78,14 @@ public struct LineLogHandler: LogHandler {
             line.append(UInt8(ascii: " "))
             line.append(contentsOf: label.utf8)
             line.append(contentsOf: ": ".utf8)
-            line.append(contentsOf: event.message.description.utf8)
+            // Values carry outside text (a message id, a provider's error): escaped, so a line break or
+            // an escape sequence in one can neither forge a log line nor reach a terminal raw.
+            line.append(contentsOf: LogText.escaped(event.message.description).utf8)
             for (key, value) in fields {
                 line.append(UInt8(ascii: " "))
-                line.append(contentsOf: key.utf8)
+                line.append(contentsOf: LogText.escaped(key).utf8)
                 line.append(UInt8(ascii: "="))
-                line.append(contentsOf: value.utf8)
+                line.append(contentsOf: LogText.escaped(value).utf8)
             }
             output.write(bytes: line)
         }

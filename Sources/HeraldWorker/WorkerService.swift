@@ -234,7 +234,7 @@ public final class WorkerService: Service {
         case .failure(let refusal):
             logger.error(
                 "unauthenticated job dead-lettered",
-                metadata: ["message.id": .string(delivery.messageID ?? "-"), "signed": .stringConvertible(signature != nil)])
+                metadata: ["message.id": .string(LogText.messageID(delivery.messageID)), "signed": .stringConvertible(signature != nil)])
             await deadLetter(delivery, reason: refusal.reason, attempt: 0)
             count("unauthenticated")
             return
@@ -244,7 +244,8 @@ public final class WorkerService: Service {
             job = try JobCodec.decode(delivery.body)
         } catch {
             logger.error(
-                "malformed job dead-lettered", metadata: ["message.id": .string(delivery.messageID ?? "-"), "problem": .string(error.description)])
+                "malformed job dead-lettered",
+                metadata: ["message.id": .string(LogText.messageID(delivery.messageID)), "problem": .string(error.description)])
             await deadLetter(delivery, reason: "malformed job: \(error.description)", attempt: 0)
             count("malformed")
             return

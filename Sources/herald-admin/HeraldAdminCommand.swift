@@ -85,7 +85,7 @@ extension HeraldAdminCommand.Topology {
         func run() async throws {
             let (configuration, _) = try ConfigurationLoader.loadOrExitCode(path: options.config)
             let topology = HeraldAMQP.Topology(configuration: configuration)
-            print(try topology.definitions(virtualHost: vhost ?? configuration.amqp.endpoints[0].virtualHost, user: user), terminator: "")
+            Swift.print(try topology.definitions(virtualHost: vhost ?? configuration.amqp.endpoints[0].virtualHost, user: user), terminator: "")
         }
     }
 
@@ -326,7 +326,8 @@ extension HeraldAdminCommand {
                 let interactive = isatty(STDOUT_FILENO) == 1
                 let results = try await source.copy(to: target, batchSize: max(1, batch)) { table, copied, total in
                     if interactive {
-                        print("\rcopy: \(table) \(copied)/\(total)", terminator: "")
+                        // The carriage return is this line's own (a progress line rewritten in place).
+                        Swift.print("\rcopy: \(table) \(copied)/\(total)", terminator: "")
                         fflush(nil)
                     } else if copied == total || copied % (max(1, batch) * 20) == 0 {
                         print("copy: \(table) \(copied)/\(total)")

@@ -30,7 +30,7 @@ extension HeraldAdminCommand.Messages {
                 throw ExitCode(4)
             }
             if json {
-                print(String(decoding: MessageView.json(message), as: UTF8.self))
+                Swift.print(String(decoding: MessageView.json(message), as: UTF8.self))
                 return
             }
             let lines: [(String, String?)] = [
@@ -76,7 +76,7 @@ extension HeraldAdminCommand.Messages {
             let page = try await store.messages(query)
             await store.close()
             if json {
-                print(String(decoding: MessageView.json(page), as: UTF8.self))
+                Swift.print(String(decoding: MessageView.json(page), as: UTF8.self))
                 return
             }
             for message in page.messages {

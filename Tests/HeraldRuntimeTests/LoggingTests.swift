@@ -109,6 +109,25 @@ struct LoggingTests {
         #expect(lines[1].hasSuffix(" ERROR herald.test: no metadata of its own hb.request.id=r1 project=from-logger"))
     }
 
+    @Test("text: a line break, an escape sequence or a bidi control in a value or the message cannot forge a line or reach a terminal")
+    func textEscapes() throws {
+        let pipe = Pipe()
+        let logger = Self.logger(pipe, json: false)
+        let forged = "abc\n2026-12-02T06:00:00.000Z CRITICAL herald-sms-worker: number prefix blocked (FORGED LINE)"
+        logger.notice(
+            "job dead-lettered\r\u{1b}[2J",
+            metadata: ["message.id": .string(LogText.messageID(forged)), "producer": "\u{1b}[31mEVIL\u{202E}", "plain": "a\\n"])
+        logger.notice("next", metadata: ["message.id": .string(LogText.messageID("0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"))])
+        let lines = pipe.lines()
+        try #require(lines.count == 2, "one line per event: \(lines)")
+        #expect(lines[0].contains("job dead-lettered\\r\\u{1b}[2J"))
+        #expect(lines[0].contains("producer=\\u{1b}[31mEVIL\\u{202e}"))
+        #expect(lines[0].contains("message.id=abc\\n2026-12-02T06:00:00.000Z CRITICAL herald-sms-worker: number … "), "cut to 64")
+        #expect(lines[0].contains("plain=a\\\\n"), "a backslash in a value is doubled, so no escape can be faked")
+        #expect(lines[0].utf8.contains { $0 < 0x20 } == false)
+        #expect(lines[1].contains("message.id=0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"))
+    }
+
     @Test("lines written from several threads at once all arrive whole and in each thread's order")
     func concurrentLines() {
         let pipe = Pipe()

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Text from outside (a client's header, a broker user's message id, a provider's error) made safe for a
 /// log line or a terminal: control characters and the invisible bidirectional controls are written as
 /// escapes, so such text can neither end a line and forge the next one, nor move the cursor, clear the
@@ -6,7 +8,8 @@ public enum LogText {
     /// `text` with C0 and C1 controls, DEL, the bidi controls and the line and paragraph separators
     /// written as `\n`, `\r`, `\t` or `\u{…}`; a backslash is doubled so an escape cannot be forged.
     /// Returns `text` itself when there is nothing to escape (the common case, checked on bytes).
-    public static func escaped(_ text: String) -> String {
+    /// `keepingTabs` leaves tabs as they are, for tab-separated output whose columns are the caller's.
+    public static func escaped(_ text: String, keepingTabs: Bool = false) -> String {
         guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\\") || $0 >= 0xC2 }) else { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)
@@ -14,7 +17,7 @@ public enum LogText {
             switch scalar {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
-            case "\t": out += "\\t"
+            case "\t": out += keepingTabs ? "\t" : "\\t"
             case "\\": out += "\\\\"
             case _ where needsEscape(scalar): out += "\\u{" + String(scalar.value, radix: 16) + "}"
             default: out.unicodeScalars.append(scalar)
@@ -36,5 +39,12 @@ public enum LogText {
     public static func escaped(_ text: String, limit: Int) -> String {
         let safe = escaped(text)
         return safe.count <= limit ? safe : String(safe.prefix(limit)) + "…"
+    }
+
+    /// An AMQP `message_id` for a log line: Herald's own ids (UUIDs) as they are; anything else, which a
+    /// broker user chose, cut to 64 characters (the log formats escape what is left).
+    public static func messageID(_ id: String?) -> String {
+        guard let id else { return "-" }
+        return UUID(parsing: id) != nil || id.count <= 64 ? id : String(id.prefix(64)) + "…"
     }
 }
