@@ -376,12 +376,16 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     // MARK: DeliveryLedger
 
-    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws {
+    @discardableResult
+    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws
+        -> Bool
+    {
         state.withLock { state in
-            guard state.deliveries[jobID] == nil else { return }
+            if let existing = state.deliveries[jobID] { return existing.record.producer == producer }
             var delivery = Delivery(jobID: jobID, projectID: projectID, type: type, destination: destination, now: now)
             delivery.record.producer = producer
             state.deliveries[jobID] = delivery
+            return true
         }
     }
 

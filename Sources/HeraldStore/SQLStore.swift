@@ -201,9 +201,15 @@ public final class SQLStore: HeraldStoreProtocol {
 
     // MARK: DeliveryLedger
 
-    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws {
+    @discardableResult
+    public func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws
+        -> Bool
+    {
         try await run { db in
             try Self.recordPending(db, jobID: jobID, projectID: projectID, type: type, destination: destination, producer: producer, now: now)
+            if db.changes == 1 { return true }
+            let stored = try db.query("SELECT producer FROM deliveries WHERE job_id = ?", [.text(jobID.lowercasedText)]).first?[0].string
+            return stored == producer
         }
     }
 

@@ -410,8 +410,15 @@ public final class WorkerService: Service {
                     attempt: 0)
                 return false
             }
-            try await ledger.recordPending(
-                jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job), producer: producer, now: clock.now)
+            guard
+                try await ledger.recordPending(
+                    jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job), producer: producer,
+                    now: clock.now)
+            else {
+                logger.warning("foreign job refused", metadata: ["producer": .string(producer), "reason": "job id in use"])
+                await deadLetter(delivery, reason: "forbidden: job id in use", attempt: 0)
+                return false
+            }
             return true
         } catch {
             logger.error("cannot check a foreign job in the store; requeueing", metadata: ["error": .string("\(error)")])

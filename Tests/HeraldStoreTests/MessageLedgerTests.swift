@@ -145,6 +145,29 @@ struct MessageLedgerTests {
         }
     }
 
+    @Test(
+        "a job id belongs to whoever recorded it first: another producer's recordPending of it is refused and changes nothing",
+        arguments: StoreKind.allCases)
+    func jobIDOwnership(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            func record(_ job: UUID, _ to: String, producer: String?) async throws -> Bool {
+                try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: to, producer: producer, now: Self.base)
+            }
+            let own = UUID()
+            let recorded = try await record(own, "+447700900123", producer: nil)
+            let takenOver = try await record(own, "+447700900123", producer: "crm")
+            #expect(recorded && takenOver == false)
+            let foreign = UUID()
+            let first = try await record(foreign, "+447700900124", producer: "crm")
+            let again = try await record(foreign, "+447700900124", producer: "crm")
+            let other = try await record(foreign, "+447700900124", producer: "erp")
+            #expect(first && again, "its own redelivered copy")
+            #expect(other == false)
+            #expect(try await store.message(id: own)?.producer == nil)
+            #expect(try await store.message(id: foreign)?.producer == "crm")
+        }
+    }
+
     @Test("a message keeps what the worker knew, the provider's id and every transition in order", arguments: StoreKind.allCases)
     func history(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

@@ -128,6 +128,46 @@ struct ForeignProducerTests {
         }
     }
 
+    @Test("a foreign producer cannot take over a pending herald-api job by its id: dead-lettered 'job id in use', and the code is sent")
+    func jobIDTakeover() async throws {
+        try await StackHarness.run(configure: {
+            $0.integrations =
+                #"{producers: [{id: crm, key: "\#(Self.key.base64EncodedString())", projects: [\#(TestConfiguration.projectID)], types: [sms]}]}"#
+        }) { stack in
+            try await stack.startAPI()
+            // No worker yet: the real job is taken off its queue, so the forged one arrives first.
+            _ = try await stack.sendCode(to: "+15555550511")
+            let workQueue = stack.topology.workQueue(.sms)
+            let real = try #require(try await TestBroker.drain(workQueue, using: stack.admin).first)
+            let job = try JobCodec.decode(real.body)
+            let forged = JobCodec.encode(
+                Job(
+                    id: job.id, project: job.project, createdAt: Date(), expiresAt: Date().addingTimeInterval(300),
+                    payload: .sms(SMSMessage(to: "+15555550511", template: .text, params: ["text": "crm pre-empts the real job"]))))
+            try await stack.admin.publish(
+                AMQPOutgoingMessage(
+                    exchange: stack.settings.exchange, routingKey: "sms", body: forged, messageID: job.id.lowercasedText, type: "sms",
+                    headers: [
+                        "x-herald-producer": .string("crm"), "x-herald-schema": .int(1),
+                        JobSignature.header: .string(JobSignature.sign(forged, key: .init(data: Self.key))),
+                    ]))
+            try await stack.admin.publish(
+                AMQPOutgoingMessage(
+                    exchange: stack.settings.exchange, routingKey: "sms", body: real.body, messageID: real.messageID, type: "sms",
+                    headers: real.headers))
+            try await stack.startWorker()
+            let deadQueue = stack.topology.deadQueue(.sms)
+            #expect(await eventually { (try? await TestBroker.depth(deadQueue, using: stack.admin)) == 1 })
+            let dead = try await TestBroker.drain(deadQueue, using: stack.admin)
+            #expect(dead.first?.headers["x-herald-reason"] == .string("forbidden: job id in use"))
+            try await stack.waitForGateway(1)
+            try await Task.sleep(for: .seconds(1))
+            #expect(stack.gateway.received.count == 1)
+            #expect(stack.gateway.received.first?.text?.contains("crm pre-empts") == false, "the code, not the forged text")
+            #expect(try await stack.store.message(id: job.id)?.producer != "crm")
+        }
+    }
+
     @Test("the AsyncAPI document's schemas refuse what workers refuse: a non-E.164 number, a missing field, an unsigned job")
     func schemasRefuse() async throws {
         let file = NSTemporaryDirectory() + "herald-invalid-\(UUID().uuidString.prefix(6)).jsonl"

@@ -275,8 +275,11 @@ public protocol OobCodeStore: Sendable {
 /// from being sent twice, and each message's history for operators (`MessageLedger`).
 public protocol DeliveryLedger: Sendable {
     /// Records a job the API is about to publish, or a worker received from a foreign `producer`
-    /// (nothing when the row exists: a redelivered or republished copy).
-    func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws
+    /// (nothing when the row exists: a redelivered or republished copy). False when the row exists and
+    /// was recorded for another producer (herald-api's own jobs have none): a job id belongs to whoever
+    /// recorded it first, so a foreign producer cannot take over a pending verification job.
+    @discardableResult
+    func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws -> Bool
     /// Claims a job for sending (from pending, retrying or throttled) when its row exists and names the
     /// same project, type and destination (else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also
     /// one another worker claimed and never finished (risks a duplicate). A claim keeps `description`
