@@ -173,6 +173,7 @@ struct AdmissionRulesTests {
         #expect(resolve("[2001:db8:1:1::1]") == .address(IPAddress("2001:db8:1:1::1")!))
         #expect(resolve("[2001:db8:1:1::1]")?.limitKey == "2001:db8:1:1:0:0:0:0/64")
         #expect(resolve("127.0.0.1:80, 127.0.0.1") == .address(IPAddress("127.0.0.1")!), "only proxies: the first hop")
+        #expect(resolve("9.9.9.3, ,") == .address(IPAddress("9.9.9.3")!), "empty hops are skipped")
         for garbage in ["unknown", "9.9.9.2:", "9.9.9.2:123456", "[2001:db8::1]x", "2001:db8::1:4444x", "_hidden", "[::1]:80:80"] {
             let client = resolve("9.9.9.9, " + garbage)
             #expect(client == .unparsed(garbage), "\(garbage)")

@@ -206,8 +206,9 @@ public enum ClientAddress: Sendable, Equatable, CustomStringConvertible {
         guard let peer else { return nil }
         guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return .address(peer) }
         let hops = forwardedFor.split(separator: ",").map(\.trimmingWhitespace)
-        for hop in hops.reversed() {
-            guard let address = hopAddress(hop) else { return hop.isEmpty ? .address(peer) : .unparsed(hop) }
+        // An empty hop (`a, , b`) says nothing about anyone: skipped, never a reason to fall back to the proxy.
+        for hop in hops.reversed() where hop.isEmpty == false {
+            guard let address = hopAddress(hop) else { return .unparsed(hop) }
             if trustedProxies.contains(where: { $0.contains(address) }) == false { return .address(address) }
         }
         return hops.first.flatMap(hopAddress).map(ClientAddress.address) ?? .address(peer)
