@@ -35,12 +35,6 @@ public enum LogText {
         }
     }
 
-    /// `escaped(text)`, cut to at most `limit` characters with a marker when longer.
-    public static func escaped(_ text: String, limit: Int) -> String {
-        let safe = escaped(text)
-        return safe.count <= limit ? safe : String(safe.prefix(limit)) + "…"
-    }
-
     /// An AMQP `message_id` for a log line: Herald's own ids (UUIDs) as they are; anything else, which a
     /// broker user chose, cut to 64 characters (the log formats escape what is left).
     public static func messageID(_ id: String?) -> String {

@@ -117,8 +117,11 @@ public struct Template: Sendable, Equatable {
     /// combining mark) is one Character equal to none of the five, yet a browser still reads its `<` or `>`.
     /// The five are ASCII, and no byte of a multi-byte UTF-8 sequence is below 0x80, so bytes are exact.
     public static func escapeHTML(_ value: String) -> String {
-        let special: Set<UInt8> = [UInt8(ascii: "&"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\""), UInt8(ascii: "'")]
-        if value.utf8.contains(where: special.contains) == false { return value }
+        func isSpecial(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: "&") || byte == UInt8(ascii: "<") || byte == UInt8(ascii: ">") || byte == UInt8(ascii: "\"")
+                || byte == UInt8(ascii: "'")
+        }
+        if value.utf8.contains(where: isSpecial) == false { return value }
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count + 16)
         for byte in value.utf8 {
