@@ -398,6 +398,7 @@ public final class MemoryStore: HeraldStoreProtocol {
             if delivery.record.project != projectID { return .mismatch(field: "project") }
             if delivery.record.type != type { return .mismatch(field: "type") }
             if delivery.record.destination != destination { return .mismatch(field: "to") }
+            if delivery.record.producer != description.producer { return .mismatch(field: "producer") }
             switch delivery.record.status {
             case .pending, .retrying, .throttled: break
             case .sending where reclaimInDoubt: break
@@ -411,7 +412,6 @@ public final class MemoryStore: HeraldStoreProtocol {
             delivery.record.template = description.template ?? delivery.record.template
             delivery.record.locale = description.locale ?? delivery.record.locale
             delivery.record.provider = description.provider ?? delivery.record.provider
-            delivery.record.producer = description.producer ?? delivery.record.producer
             delivery.record.storedEvents.append(
                 MessageEvent(status: .sending, at: now.keptToMilliseconds, detail: "attempt \(delivery.record.attempts) by \(owner)"))
             state.deliveries[jobID] = delivery

@@ -5,7 +5,7 @@ import PostgresNIO
 import Synchronization
 
 /// Group commit for PostgreSQL's hot paths: send admissions and the worker's claims and outcomes
-/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v7` call (one
+/// that arrive while a batch is in flight wait, then go together as one `herald_batch_v8` call (one
 /// transaction, one round trip). Each caller is answered with its own row once the batch committed.
 ///
 /// One batch in flight per process: every send locks the same few rows (project, country, client IP
@@ -69,7 +69,7 @@ final class PostgresBatcher: Sendable {
                 if let answer {
                     waiting.continuation.resume(returning: answer)
                 } else {
-                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v7 left an operation unanswered"))
+                    waiting.continuation.resume(throwing: StoreError(.failed, "herald_batch_v8 left an operation unanswered"))
                 }
             }
         } catch let error as StoreError where batch.count > 1 && error.isUnique {
@@ -82,8 +82,8 @@ final class PostgresBatcher: Sendable {
     /// The routine's call, prepared once per connection (`PostgresBackend.prepared`). The operations go as
     /// text and are cast in the statement: a parameter typed jsonb would expect jsonb's binary form.
     struct Call: PostgresPreparedStatement {
-        static let name = "herald_batch_v7"
-        static let sql = "SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v7($1::jsonb)"
+        static let name = "herald_batch_v8"
+        static let sql = "SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v8($1::jsonb)"
         static let bindingDataTypes: [PostgresDataType] = [.text]
         typealias Row = [SQLValue]
 

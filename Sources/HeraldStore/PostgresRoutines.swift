@@ -1,6 +1,6 @@
 /// Functions PostgreSQL runs server-side, so a hot path is one round trip instead of a dozen.
 ///
-/// `herald_admit_send_v1`, and `herald_batch_v7`'s admissions, are `SQLStore.admitSend` (the
+/// `herald_admit_send_v1`, and `herald_batch_v8`'s admissions, are `SQLStore.admitSend` (the
 /// statements in SQLStore+Sends.swift and SQLStore+RateLimits.swift, and `PrefixVelocity.observe`)
 /// step for step: block check, GCRA in key order all or nothing, prefix velocity under the prefix's
 /// advisory lock, session and ledger row. Their plans are prepared once per connection (PL/pgSQL
@@ -44,7 +44,8 @@ enum PostgresRoutines {
     ///   subtransaction per send, and past 64 of them in one transaction every other backend's visibility
     ///   checks go through pg_subtrans, which is how two APIs' batches fell to 900 sends/s).
     /// - `claim`: a worker claims a job (`SQLStore.claimDelivery`); verdict claimed (n1 attempt), unknown,
-    ///   mismatch (note: the field), inDoubt (note: the owner) or finished (note: the status).
+    ///   mismatch (note: the field; the producer is one, so a job is claimed only under the producer
+    ///   whose ledger row it is), inDoubt (note: the owner) or finished (note: the status).
     /// - `record`: a job's outcome, with its segments when sent and the provider's message id; never over
     ///   delivered or undelivered, and `uncertain` only over `sending` (v6, see `SQLStore.recordDelivery`).
     /// Claims and records also append the message's event line (`MessageEvent.storedLine`); v3 (schema 6)
@@ -58,7 +59,7 @@ enum PostgresRoutines {
     /// its first event as an inserted row would), so a concurrent first use of a key cannot slip between
     /// the lock and the write.
     ///
-    /// From three admissions on, v7 reads those rows once, when it locks them, decides the batch's
+    /// From three admissions on, the routine reads those rows once, when it locks them, decides the batch's
     /// admissions on the values in hand (arrays `k_keys`/`k_tats`, and the same for the prefixes'
     /// velocity), and writes each row once at the end, after the admitted sends' sessions and ledger
     /// rows, which go in as one statement each (a batch of 11: 2.63 → 2.36 ms per call in pgbench,
@@ -83,7 +84,7 @@ enum PostgresRoutines {
     /// mismatched) runs in the loop below in batch order, as in v4. Answers one row per operation, in
     /// no particular order (the batcher reads `idx`).
     static let batch = """
-        CREATE OR REPLACE FUNCTION herald_batch_v7(p_ops jsonb)
+        CREATE OR REPLACE FUNCTION herald_batch_v8(p_ops jsonb)
         RETURNS TABLE (idx integer, verdict text, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, note text)
         LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
         DECLARE
@@ -158,11 +159,12 @@ enum PostgresRoutines {
             ), claimed AS (
               UPDATE deliveries d SET status = 'sending', owner = c.v->>'owner', attempts = d.attempts + 1, updated_at_ms = (c.v->>'nowMs')::bigint,
                   template = COALESCE(c.v->>'template', d.template), locale = COALESCE(c.v->>'locale', d.locale),
-                  provider = COALESCE(c.v->>'provider', d.provider), producer = COALESCE(c.v->>'producer', d.producer),
+                  provider = COALESCE(c.v->>'provider', d.provider),
                   events = COALESCE(d.events, '') || (c.v->>'eventHead') || (d.attempts + 1)::text || (c.v->>'eventTail')
                 FROM ops c
                 WHERE c.uses = 1 AND c.v->>'op' = 'claim'
                   AND d.job_id = c.v->>'jobId' AND d.project_id = c.v->>'project' AND d.type = c.v->>'type' AND d.destination = c.v->>'to'
+                  AND d.producer IS NOT DISTINCT FROM c.v->>'producer'
                   AND (d.status IN ('pending', 'retrying', 'throttled') OR (d.status = 'sending' AND (c.v->>'reclaim')::boolean))
                 RETURNING c.i, d.attempts
             ), recorded AS (
@@ -198,16 +200,17 @@ enum PostgresRoutines {
             WHEN 'claim' THEN
               UPDATE deliveries d SET status = 'sending', owner = v->>'owner', attempts = d.attempts + 1, updated_at_ms = (v->>'nowMs')::bigint,
                   template = COALESCE(v->>'template', d.template), locale = COALESCE(v->>'locale', d.locale),
-                  provider = COALESCE(v->>'provider', d.provider), producer = COALESCE(v->>'producer', d.producer),
+                  provider = COALESCE(v->>'provider', d.provider),
                   events = COALESCE(d.events, '') || (v->>'eventHead') || (d.attempts + 1)::text || (v->>'eventTail')
                 WHERE d.job_id = v->>'jobId' AND d.project_id = v->>'project' AND d.type = v->>'type' AND d.destination = v->>'to'
+                  AND d.producer IS NOT DISTINCT FROM v->>'producer'
                   AND (d.status IN ('pending', 'retrying', 'throttled') OR (d.status = 'sending' AND (v->>'reclaim')::boolean))
                 RETURNING d.attempts INTO v_attempts;
               IF FOUND THEN
                 verdict := 'claimed';
                 n1 := v_attempts;
               ELSE
-                SELECT d.status, d.owner, d.project_id, d.type, d.destination INTO r FROM deliveries d WHERE d.job_id = v->>'jobId';
+                SELECT d.status, d.owner, d.project_id, d.type, d.destination, d.producer INTO r FROM deliveries d WHERE d.job_id = v->>'jobId';
                 IF NOT FOUND THEN
                   verdict := 'unknown';
                 ELSIF r.project_id <> v->>'project' THEN
@@ -216,6 +219,8 @@ enum PostgresRoutines {
                   verdict := 'mismatch'; note := 'type';
                 ELSIF r.destination <> v->>'to' THEN
                   verdict := 'mismatch'; note := 'to';
+                ELSIF r.producer IS DISTINCT FROM v->>'producer' THEN
+                  verdict := 'mismatch'; note := 'producer';
                 ELSIF r.status = 'sending' THEN
                   verdict := 'inDoubt'; note := COALESCE(r.owner, 'unknown');
                 ELSE

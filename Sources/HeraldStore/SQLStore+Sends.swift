@@ -71,16 +71,16 @@ extension SQLStore {
         return (row[0].int == 1, block, velocity)
     }
 
-    /// The same transaction as `admitSend`'s statements, inside `herald_batch_v7` (PostgresRoutines),
+    /// The same transaction as `admitSend`'s statements, inside `herald_batch_v8` (PostgresRoutines),
     /// sent with whatever else arrived meanwhile as one batch.
     func admitSendInPostgres(_ send: SendAdmission) async throws -> SendAdmission.Verdict {
         guard let batcher else { throw StoreError(.failed, "no batcher") }
         return try Self.admissionVerdict(try await batcher.submit(.admit(send)).row, of: send)
     }
 
-    /// An admission's answer row from `herald_batch_v7` (its columns after `idx`) as a verdict.
+    /// An admission's answer row from `herald_batch_v8` (its columns after `idx`) as a verdict.
     static func admissionVerdict(_ row: [SQLValue], of send: SendAdmission) throws -> SendAdmission.Verdict {
-        guard row.count == 7 else { throw StoreError(.failed, "herald_batch_v7 answered a malformed row") }
+        guard row.count == 7 else { throw StoreError(.failed, "herald_batch_v8 answered a malformed row") }
         switch row[0].string {
         case "admitted": return .admitted
         case "tripped": return .tripped
@@ -96,6 +96,6 @@ extension SQLStore {
                     createdAt: Date(microseconds: created)))
         default: break
         }
-        throw StoreError(.failed, "herald_batch_v7 answered an unknown verdict")
+        throw StoreError(.failed, "herald_batch_v8 answered an unknown verdict")
     }
 }

@@ -247,7 +247,7 @@ public final class SQLStore: HeraldStoreProtocol {
             case "finished": if let status = note.flatMap(DeliveryStatus.init(rawValue:)) { return .finished(status) }
             default: break
             }
-            throw StoreError(.failed, "herald_batch_v7 answered a malformed claim")
+            throw StoreError(.failed, "herald_batch_v8 answered a malformed claim")
         }
         let id = jobID.lowercasedText
         let claimable = Self.statusIsOneOf(reclaimInDoubt ? [.pending, .retrying, .throttled, .sending] : [.pending, .retrying, .throttled])
@@ -261,24 +261,25 @@ public final class SQLStore: HeraldStoreProtocol {
                 """
                 UPDATE deliveries SET status = 'sending', owner = ?, attempts = attempts + 1, updated_at_ms = ?,
                   template = COALESCE(?, template), locale = COALESCE(?, locale), provider = COALESCE(?, provider),
-                  producer = COALESCE(?, producer), events = COALESCE(events, '') || ? || (attempts + 1) || ?
-                WHERE job_id = ? AND project_id = ? AND type = ? AND destination = ? AND \(claimable)
+                  events = COALESCE(events, '') || ? || (attempts + 1) || ?
+                WHERE job_id = ? AND project_id = ? AND type = ? AND destination = ? AND producer IS ? AND \(claimable)
                 """,
                 [
                     .text(owner), .integer(now.millisecondsSince1970), Self.optional(description.template), Self.optional(description.locale),
-                    Self.optional(description.provider), Self.optional(description.producer), .text(event.head), .text(event.tail),
-                    .text(id), .text(projectID), .text(type.rawValue), .text(destination),
+                    Self.optional(description.provider), .text(event.head), .text(event.tail),
+                    .text(id), .text(projectID), .text(type.rawValue), .text(destination), Self.optional(description.producer),
                 ])
             let updated = db.changes == 1
             guard
                 let row = try db.query(
-                    "SELECT status, owner, project_id, type, destination, attempts FROM deliveries WHERE job_id = ?", [.text(id)]
+                    "SELECT status, owner, project_id, type, destination, attempts, producer FROM deliveries WHERE job_id = ?", [.text(id)]
                 ).first, let status = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
             else { return .unknown }
             if updated, let attempts = row[5].int { return .claimed(attempt: Int(attempts)) }
             for (field, stored, claimed) in [
                 ("project", row[2].string, projectID), ("type", row[3].string, type.rawValue), ("to", row[4].string, destination),
-            ]
+                ("producer", row[6].string, description.producer),
+            ] as [(String, String?, String?)]
             where stored != claimed {
                 return .mismatch(field: field)
             }
@@ -312,7 +313,7 @@ public final class SQLStore: HeraldStoreProtocol {
     /// only replaces `sending`: a copy of a job that found it in doubt (another attempt was still
     /// sending) records it after that attempt may already have recorded `sent`, which must stand, or an
     /// operator would be asked to settle a message that was sent. Both stores and the memory model
-    /// keep these rules (`herald_batch_v7` on PostgreSQL).
+    /// keep these rules (`herald_batch_v8` on PostgreSQL).
     public func recordDelivery(
         jobID: UUID, status: DeliveryStatus, reason: String?, segments: SMSSegments?, providerMessageID: String?, detail: String?, now: Date
     ) async throws {

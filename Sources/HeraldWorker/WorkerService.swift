@@ -309,7 +309,7 @@ public final class WorkerService: Service {
                     action = machine.claimed(
                         try await ledger.claimDelivery(
                             jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job),
-                            owner: settings.instanceID, description: handler.description(of: job, producer: producer(of: delivery)),
+                            owner: settings.instanceID, description: handler.description(of: job, producer: origin.foreignProducer),
                             now: clock.now, reclaimInDoubt: settings.retryUncertain))
                 } catch {
                     action = machine.claimFailed("\(error)")

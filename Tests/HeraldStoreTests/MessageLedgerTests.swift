@@ -4,7 +4,7 @@ import Testing
 
 @testable import HeraldStore
 
-/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v7`) and the memory
+/// The ledger as operators read it, on SQLite, PostgreSQL (through `herald_batch_v8`) and the memory
 /// store: each transition kept as an event, listings newest first with filters and stable paging, the
 /// purge after retention.
 @Suite("Message ledger")
@@ -12,7 +12,7 @@ struct MessageLedgerTests {
     static let base = Date(timeIntervalSince1970: 1_790_000_000)
 
     /// Many workers' claims and outcomes at once go to the store together (one group commit on SQLite,
-    /// one `herald_batch_v7` call on PostgreSQL, where successful claims and outcomes of jobs named
+    /// one `herald_batch_v8` call on PostgreSQL, where successful claims and outcomes of jobs named
     /// once are two set-based statements and everything else runs one by one): each is answered and
     /// recorded as if it had come alone.
     @Test("claims and outcomes arriving together are each answered and recorded as if alone", arguments: StoreKind.allCases)
@@ -24,7 +24,7 @@ struct MessageLedgerTests {
                 try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+44770090\(1000 + index)", now: t)
             }
             for job in jobs[20..<24] { try await store.recordDelivery(jobID: job, status: .abandoned, reason: "publish failed", now: t) }
-            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http", producer: "herald-api")
+            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http")
             func claim(_ job: UUID, to: String, owner: String, at: TimeInterval) async throws -> DeliveryClaim {
                 try await store.claimDelivery(
                     jobID: job, projectID: "p", type: .sms, destination: to, owner: owner, description: description,
@@ -116,7 +116,7 @@ struct MessageLedgerTests {
     func uncertainOnlyOverSending(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             let t = Self.base
-            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http", producer: "herald-api")
+            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http")
             func claim(_ job: UUID, _ owner: String) async throws -> DeliveryClaim {
                 try await store.claimDelivery(
                     jobID: job, projectID: "p", type: .sms, destination: "+447700900123", owner: owner, description: description,
@@ -168,13 +168,39 @@ struct MessageLedgerTests {
         }
     }
 
+    /// The claim checks the producer too, so a job whose id is shared by another producer's row (recorded
+    /// first, or by a worker of an older build that did not check) is never sent under that row.
+    @Test("a claim is taken only by the producer whose row it is; any other is a producer mismatch", arguments: StoreKind.allCases)
+    func claimComparesProducers(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let own = UUID()
+            let foreign = UUID()
+            try await store.recordPending(jobID: own, projectID: "p", type: .sms, destination: "+447700900123", producer: nil, now: Self.base)
+            try await store.recordPending(jobID: foreign, projectID: "p", type: .sms, destination: "+447700900124", producer: "crm", now: Self.base)
+            func claim(_ job: UUID, _ to: String, producer: String?) async throws -> DeliveryClaim {
+                try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: to, owner: "w1",
+                    description: DeliveryDescription(template: "verification", provider: "http", producer: producer),
+                    now: Self.base.addingTimeInterval(1), reclaimInDoubt: false)
+            }
+            #expect(try await claim(own, "+447700900123", producer: "crm") == .mismatch(field: "producer"))
+            #expect(try await claim(foreign, "+447700900124", producer: nil) == .mismatch(field: "producer"))
+            #expect(try await claim(foreign, "+447700900124", producer: "erp") == .mismatch(field: "producer"))
+            let untouched = try #require(try await store.message(id: foreign))
+            #expect(untouched.status == .pending && untouched.attempts == 0 && untouched.producer == "crm")
+            #expect(try await claim(own, "+447700900123", producer: nil) == .claimed(attempt: 1))
+            #expect(try await claim(foreign, "+447700900124", producer: "crm") == .claimed(attempt: 1))
+            #expect(try await store.message(id: own)?.producer == nil)
+        }
+    }
+
     @Test("a message keeps what the worker knew, the provider's id and every transition in order", arguments: StoreKind.allCases)
     func history(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             let job = UUID()
             let t = Self.base
             try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+447700900123", now: t)
-            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http", producer: "herald-api")
+            let description = DeliveryDescription(template: "verification", locale: "de", provider: "http")
             func claim(_ owner: String, _ at: TimeInterval) async throws -> DeliveryClaim {
                 try await store.claimDelivery(
                     jobID: job, projectID: "p", type: .sms, destination: "+447700900123", owner: owner, description: description,
@@ -204,7 +230,7 @@ struct MessageLedgerTests {
             #expect(message.template == "verification")
             #expect(message.locale == "de")
             #expect(message.provider == "http")
-            #expect(message.producer == "herald-api")
+            #expect(message.producer == nil, "herald-api's own job")
             #expect(message.providerMessageID == "gw-77")
             #expect(message.status == .sent)
             #expect(message.publicStatus == .sent)

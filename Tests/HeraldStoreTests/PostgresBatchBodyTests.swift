@@ -4,7 +4,7 @@ import Testing
 
 @testable import HeraldStore
 
-/// The JSON argument of `herald_batch_v7` as `PostgresBatcher` writes it, read back without a
+/// The JSON argument of `herald_batch_v8` as `PostgresBatcher` writes it, read back without a
 /// database: every operation's members with their values, absent optionals left out, keys in order.
 /// (PostgresRoutinesTests runs such batches through PostgreSQL.)
 @Suite("PostgreSQL batch body (the group commit's JSON)")

@@ -23,7 +23,7 @@ struct PostgresRoutinesTests {
         await store.close()
         await TestStore.dropSchema(of: url)
         let settings = Dictionary(uniqueKeysWithValues: rows.compactMap { row in row.first?.string.map { ($0, row[1].string ?? "") } })
-        #expect(settings.keys.sorted() == ["herald_admit_send_v1", "herald_batch_v7", "herald_refund_v1"])
+        #expect(settings.keys.sorted() == ["herald_admit_send_v1", "herald_batch_v8", "herald_refund_v1"])
         for (name, setting) in settings {
             #expect(setting.contains("enable_seqscan=off"), "\(name): \(setting)")
         }
@@ -59,7 +59,7 @@ struct PostgresRoutinesTests {
             .record(jobID: job, status: .sent, reason: nil, segments: nil, providerMessageID: nil, event: "", now: now),
             .record(jobID: job, status: .uncertain, reason: "in doubt", segments: nil, providerMessageID: nil, event: "", now: now),
         ])
-        let rows = try await store.backend.statement("SELECT idx, verdict FROM herald_batch_v7(?::jsonb)", [.text(batch)])
+        let rows = try await store.backend.statement("SELECT idx, verdict FROM herald_batch_v8(?::jsonb)", [.text(batch)])
         #expect(rows.map { $0[1].string } == ["done", "done"])
         #expect(try await store.deliveryStatus(jobID: job)?.status == .sent)
         await store.close()
@@ -123,7 +123,7 @@ struct PostgresRoutinesTests {
                 step += 1
             }
             let rows = try await store.backend.statement(
-                "SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v7(?::jsonb)",
+                "SELECT idx, verdict, n1, n2, n3, n4, n5, note FROM herald_batch_v8(?::jsonb)",
                 [.text(PostgresBatcher.body(batch.map { .admit($0) }))])
             #expect(rows.count == batch.count)
             // The rows come in no particular order; the model decides in batch order.

@@ -85,7 +85,7 @@ public struct DeliveryDescription: Sendable, Equatable {
     public var locale: String?
     /// The provider the worker sends through (`http`, `console`, `smtp`, `apns`).
     public var provider: String?
-    /// The producer that published the job (`herald-api`, or an `integrations.producers` id).
+    /// The foreign producer that published the job (an `integrations.producers` id); nil for herald-api.
     public var producer: String?
 
     public init(template: String? = nil, locale: String? = nil, provider: String? = nil, producer: String? = nil) {

@@ -37,6 +37,11 @@ public struct ForeignJobPolicy: Sendable {
             case .producer(let id): id
             }
         }
+
+        /// The producer a ledger row records: nil for herald-api's own jobs, whatever header they carry.
+        public var foreignProducer: String? {
+            if case .producer(let id) = self { id } else { nil }
+        }
     }
 
     /// Why a job is dead-lettered; `reason` goes into `x-herald-reason` as it is.

@@ -281,7 +281,8 @@ public protocol DeliveryLedger: Sendable {
     @discardableResult
     func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws -> Bool
     /// Claims a job for sending (from pending, retrying or throttled) when its row exists and names the
-    /// same project, type and destination (else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also
+    /// same project, type, destination and producer (`description.producer`, nil for herald-api's own
+    /// jobs; else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also
     /// one another worker claimed and never finished (risks a duplicate). A claim keeps `description`
     /// on the row and adds a `sending` event.
     func claimDelivery(
