@@ -480,7 +480,13 @@ public final class MemoryStore: HeraldStoreProtocol {
         let (status, reason, line) = SQLStore.receipt(delivered: delivered, errorCode: errorCode, now: now)
         return state.withLock { state in
             guard var record = state.deliveries[jobID]?.record, record.type == .sms else { return .unknown }
-            guard ReceiptResult.receivable.contains(record.status) else { return .notSent(record.status) }
+            guard ReceiptResult.receivable.contains(record.status) else {
+                guard ReceiptResult.final.contains(record.status) else { return .notSent(record.status) }
+                if record.status == status { return .repeated(status) }
+                state.deliveries[jobID]?.record.storedEvents += MessageEvent.parse(
+                    SQLStore.lateReceipt(status, final: record.status, errorCode: errorCode, now: now))
+                return .late(final: record.status)
+            }
             record.status = status
             record.lastError = reason
             record.updatedAt = now.keptToMilliseconds

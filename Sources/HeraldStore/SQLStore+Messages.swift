@@ -106,7 +106,13 @@ extension SQLStore {
                 let stored = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
             else { return .unknown }
             if updated, let destination = row[1].string { return .applied(destination: destination) }
-            return .notSent(stored)
+            guard ReceiptResult.final.contains(stored) else { return .notSent(stored) }
+            if stored == status { return .repeated(stored) }
+            // The status guard keeps a concurrent receipt's final status, which this line then describes.
+            try db.query(
+                "UPDATE deliveries SET events = COALESCE(events, '') || ? WHERE job_id = ? AND status = ?",
+                [.text(Self.lateReceipt(status, final: stored, errorCode: errorCode, now: now)), .text(id), .text(stored.rawValue)])
+            return .late(final: stored)
         }
     }
 
@@ -158,6 +164,14 @@ extension SQLStore {
         let detail = "receipt from the provider" + (code.map { " (error \($0))" } ?? "")
         let status: DeliveryStatus = delivered ? .delivered : .undelivered
         return (status, reason, MessageEvent(status: MessageStatus(status), at: now, detail: detail).storedLine)
+    }
+
+    /// The event line of a receipt that came after the message's final status: what it said, and
+    /// that the status it found stays.
+    static func lateReceipt(_ status: DeliveryStatus, final: DeliveryStatus, errorCode: String?, now: Date) -> String {
+        let code = errorCode.map { " (error \($0.prefix(64)))" } ?? ""
+        let detail = "late receipt from the provider\(code); the message stays \(final.rawValue)"
+        return MessageEvent(status: MessageStatus(status), at: now, detail: detail).storedLine
     }
 
     static func message(_ row: [SQLValue]) -> MessageRecord? {

@@ -356,7 +356,9 @@ extension MessageLedgerTests {
         }
     }
 
-    @Test("a receipt that beats the worker's record stays; receipts never touch a message that did not go out", arguments: StoreKind.allCases)
+    @Test(
+        "a receipt that beats the worker's record stays, and so does the first final status; receipts never touch a message that did not go out",
+        arguments: StoreKind.allCases)
     func receiptRace(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             let job = UUID()
@@ -379,6 +381,20 @@ extension MessageLedgerTests {
             #expect(message.segments == 1, "the outcome's segments are kept")
             #expect(message.providerMessageID == "gw-1")
             #expect(message.events.map(\.status) == [.queued, .sending, .delivered, .sent])
+
+            // The first final status stays: the same receipt again changes nothing, another is an event.
+            let later = Self.base.addingTimeInterval(4)
+            #expect(
+                try await store.applyReceipt(jobID: job, delivered: true, providerMessageID: "gw-1", errorCode: nil, now: later)
+                    == .repeated(.delivered))
+            #expect(try await store.message(id: job) == message)
+            #expect(
+                try await store.applyReceipt(jobID: job, delivered: false, providerMessageID: "gw-2", errorCode: "30003", now: later)
+                    == .late(final: .delivered))
+            let kept = try #require(try await store.message(id: job))
+            #expect(kept.status == .delivered && kept.lastError == nil && kept.providerMessageID == "gw-1")
+            #expect(kept.events.map(\.status) == [.queued, .sending, .delivered, .sent, .undelivered])
+            #expect(kept.events.last?.detail == "late receipt from the provider (error 30003); the message stays delivered")
             #expect(try await store.applyReceipt(jobID: UUID(), delivered: true, providerMessageID: nil, errorCode: nil, now: Self.base) == .unknown)
             let mail = UUID()
             try await store.recordPending(jobID: mail, projectID: "p", type: .email, destination: "a@example.com", now: Self.base)

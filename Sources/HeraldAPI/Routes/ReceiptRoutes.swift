@@ -6,24 +6,35 @@ import Metrics
 /// Delivery receipts from SMS providers: `POST /callbacks/sms/{provider}` moves a message that went out
 /// to `delivered` or `undelivered`. Only the generic gateway (`http`) is known; its callback is JSON
 /// `{"reference": "<job id>", "messageId": "…", "status": "delivered" | "undelivered", "errorCode": "…"}`
-/// signed with `X-Herald-Signature: sha256=<hex HMAC-SHA256 of the raw body>` under
-/// `sms.http.callbackSecret`. Answers: 204 applied (or the message never went out: nothing to change,
-/// and a provider retrying would not help), 401 bad or missing signature (nothing changed), 404 unknown
+/// signed as `ReceiptSignature` says (`X-Herald-Timestamp`, and `X-Herald-Signature` over the timestamp
+/// and the raw body under `sms.http.callbackSecret`). Answers: 204 applied, or nothing to change (the
+/// message never went out, or already has its final status, which the first receipt gave: a provider
+/// retrying would not help), 401 bad, stale or missing signature (nothing changed), 404 unknown
 /// reference or provider (receipts off without a secret), 400 a body that is not such a receipt.
-/// Counted in `herald_sms_receipts_total{status,country}` (status `unknown` / `ignored` for the rest).
+/// Counted in `herald_sms_receipts_total{status,country}` (status `late`, `repeated`, `ignored` or
+/// `unknown` for receipts that changed no status).
 struct ReceiptRoutes: Sendable {
     let ledger: any MessageLedger
-    /// `sms.http.callbackSecret`; nil: the endpoint answers 404.
-    let secret: Data?
+    /// From `sms.http.callbackSecret`; nil: the endpoint answers 404.
+    let signature: ReceiptSignature?
     let clock: any WallClock
+
+    init(ledger: any MessageLedger, secret: Data?, clock: any WallClock) {
+        self.ledger = ledger
+        signature = secret.map(ReceiptSignature.init(secret:))
+        self.clock = clock
+    }
 
     func register(on router: Router<HeraldRequestContext>) {
         router.post("/callbacks/sms/:provider") { request, context -> Response in
-            guard context.parameters.get("provider") == "http", let secret else { throw HeraldError(.notFound) }
+            guard context.parameters.get("provider") == "http", let signature else { throw HeraldError(.notFound) }
             let buffer = try await request.body.collect(upTo: WireBody.maximumSize)
             let body = Data(buffer.readableBytesView)
-            guard JobSignature.verify(body, signature: request.headers[.init("X-Herald-Signature")!], secret: secret) else {
-                throw HeraldError(.unauthenticated, "X-Herald-Signature is missing or does not match the body (sha256=<hex HMAC-SHA256>).")
+            if case .failure(let refusal) = signature.verify(
+                body, timestamp: request.headers[.init(ReceiptSignature.timestampHeader)!],
+                signature: request.headers[.init(ReceiptSignature.signatureHeader)!], now: clock.now)
+            {
+                throw HeraldError(.unauthenticated, refusal.message)
             }
             let receipt = try Receipt(body)
             let result = try await ledger.applyReceipt(
@@ -32,6 +43,10 @@ struct ReceiptRoutes: Sendable {
             switch result {
             case .applied(let destination):
                 Self.count(receipt.delivered ? "delivered" : "undelivered", country: (try? PhoneNumber(parsing: destination))?.region ?? "")
+            case .late:
+                Self.count("late", country: "")
+            case .repeated:
+                Self.count("repeated", country: "")
             case .notSent:
                 Self.count("ignored", country: "")
             case .unknown:

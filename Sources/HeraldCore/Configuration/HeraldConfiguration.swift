@@ -477,7 +477,7 @@ public struct HeraldConfiguration: Sendable {
             /// Provider throughput, shared by every sms worker through the store.
             public var rate: RatePolicy
             /// Key of the HMAC-SHA256 that signs the gateway's delivery receipts
-            /// (`POST /callbacks/sms/http`, `X-Herald-Signature`); nil turns receipts off.
+            /// (`POST /callbacks/sms/http`, `ReceiptSignature`); nil turns receipts off.
             public var callbackSecret: Data?
             /// A JSON pointer (RFC 6901, `/id`, `/messages/0/id`) to the provider's message id in the
             /// gateway's 2xx answer; nil when the gateway gives none.

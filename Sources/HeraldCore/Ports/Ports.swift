@@ -340,9 +340,11 @@ public protocol MessageLedger: Sendable {
     func purgeMessages(updatedBefore date: Date, limit: Int) async throws -> Int
     /// When the oldest job of `type` still waiting to be sent (queued or throttled) was created.
     func oldestWaiting(type: JobType) async throws -> Date?
-    /// A provider's delivery receipt for an SMS that went out (sending, sent, uncertain, or an earlier
-    /// receipt: the latest receipt wins): `delivered` or `undelivered` with the provider's error code,
-    /// and the provider's message id when the row has none yet.
+    /// A provider's delivery receipt for an SMS that went out (sending, sent or uncertain): `delivered`
+    /// or `undelivered` with the provider's error code, and the provider's message id when the row has
+    /// none yet. The first final status stays: a later receipt that says otherwise is only an event
+    /// (`.late`), and one that says the same changes nothing (`.repeated`), so neither a provider's
+    /// retries nor a replayed receipt can rewrite what an operator or a bill was told.
     func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws -> ReceiptResult
     /// The kept job of an `uncertain` message (nil when it is not uncertain or nothing was kept).
     func uncertainJob(jobID: UUID) async throws -> Data?
@@ -361,13 +363,20 @@ public enum UncertainResolution: String, Sendable {
 public enum ReceiptResult: Sendable, Equatable {
     /// The message moved; its destination is for the per-country count.
     case applied(destination: String)
+    /// The message already had its final status, which stays; this receipt, which says otherwise, is
+    /// kept as an event.
+    case late(final: DeliveryStatus)
+    /// The message already has the status this receipt reports: nothing changed.
+    case repeated(DeliveryStatus)
     /// The ledger has the job, but it never went out (still queued, or failed, expired, dead).
     case notSent(DeliveryStatus)
     /// No such SMS job in the ledger (never issued, purged, or another type).
     case unknown
 
     /// Statuses a receipt may change.
-    public static let receivable: [DeliveryStatus] = [.sending, .sent, .delivered, .undelivered, .uncertain]
+    public static let receivable: [DeliveryStatus] = [.sending, .sent, .uncertain]
+    /// Statuses only a receipt gives, and that no later receipt changes.
+    public static let final: [DeliveryStatus] = [.delivered, .undelivered]
 }
 
 /// Everything the API and workers keep in the shared store.
