@@ -122,7 +122,8 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
         verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa, apple: apple,
         revocation: AppleTokenRevocation(
-            store: dependencies.store, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys, clock: dependencies.clock,
+            store: dependencies.store, limits: configuration.limits, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys,
+            clock: dependencies.clock,
             logger: logger),
         admin: AdminAuthorization(tokens: configuration.admin.tokens), bodyDeadlines: BodyDeadlines(timeout: idleTimeout),
         logger: logger)

@@ -389,6 +389,16 @@ public final class MemoryStore: HeraldStoreProtocol {
         }
     }
 
+    public func recordPendingOnce(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws
+        -> DeliveryStatus?
+    {
+        state.withLock { state in
+            if let existing = state.deliveries[jobID] { return existing.record.status }
+            state.deliveries[jobID] = Delivery(jobID: jobID, projectID: projectID, type: type, destination: destination, now: now)
+            return nil
+        }
+    }
+
     public func claimDelivery(
         jobID: UUID, projectID: String, type: JobType, destination: String, owner: String, description: DeliveryDescription, now: Date,
         reclaimInDoubt: Bool

@@ -213,6 +213,20 @@ public final class SQLStore: HeraldStoreProtocol {
         }
     }
 
+    public func recordPendingOnce(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws
+        -> DeliveryStatus?
+    {
+        try await run { db in
+            try Self.recordPending(db, jobID: jobID, projectID: projectID, type: type, destination: destination, now: now)
+            if db.changes == 1 { return nil }
+            let stored = try db.query("SELECT status FROM deliveries WHERE job_id = ?", [.text(jobID.lowercasedText)]).first?[0].string
+            guard let status = stored.flatMap(DeliveryStatus.init(rawValue:)) else {
+                throw StoreError(.failed, "a delivery row that is neither new nor readable")
+            }
+            return status
+        }
+    }
+
     static func recordPending(
         _ db: any SQLConnection, jobID: UUID, projectID: String, type: JobType, destination: String, producer: String? = nil, now: Date
     ) throws {

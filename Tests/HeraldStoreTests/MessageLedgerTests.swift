@@ -168,6 +168,21 @@ struct MessageLedgerTests {
         }
     }
 
+    @Test("recordPendingOnce records a new job id and otherwise answers the row's status, changing nothing", arguments: StoreKind.allCases)
+    func recordOnce(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            let job = UUID()
+            let first = try await store.recordPendingOnce(jobID: job, projectID: "p", type: .apple, destination: "u1", now: Self.base)
+            #expect(first == nil)
+            let again = try await store.recordPendingOnce(jobID: job, projectID: "p", type: .apple, destination: "u1", now: Self.base)
+            #expect(again == .pending)
+            try await store.recordDelivery(jobID: job, status: .abandoned, reason: "publish failed", now: Self.base.addingTimeInterval(1))
+            let abandoned = try await store.recordPendingOnce(jobID: job, projectID: "p", type: .apple, destination: "u1", now: Self.base)
+            #expect(abandoned == .abandoned)
+            #expect(try await store.message(id: job)?.status == .abandoned)
+        }
+    }
+
     /// The claim checks the producer too, so a job whose id is shared by another producer's row (recorded
     /// first, or by a worker of an older build that did not check) is never sent under that row.
     @Test("a claim is taken only by the producer whose row it is; any other is a producer mismatch", arguments: StoreKind.allCases)

@@ -15,7 +15,9 @@ struct AppleEndToEndTests {
     static let v1 = "/identitytoolkit.googleapis.com/v1/accounts:"
 
     /// A stack whose project trusts `fake`, with the fake's .p8 key in the state directory.
-    static func run(store: TestStore, _ body: @escaping (StackHarness, FakeApple) async throws -> Void) async throws {
+    static func run(
+        store: TestStore, limits: String? = nil, _ body: @escaping (StackHarness, FakeApple) async throws -> Void
+    ) async throws {
         let fake = try await FakeApple.start(clientIDs: [bundleID, servicesID])
         let keyFile = NSTemporaryDirectory() + "herald-siwa-\(UUID().uuidString.prefix(8)).p8"
         try fake.clientSecretKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
@@ -25,6 +27,7 @@ struct AppleEndToEndTests {
                 store: store,
                 configure: { settings in
                     settings.apple = TestConfiguration.appleSection(fake, clientIds: [bundleID, servicesID], keyFile: keyFile)
+                    if let limits { settings.limits = limits }
                 }
             ) { stack in try await body(stack, fake) }
         } catch {
@@ -64,7 +67,7 @@ struct AppleEndToEndTests {
     }
 
     @Test(
-        "revokeToken: a 503 is retried through the delay queue, the code is exchanged once and the refresh token revoked; a used code ends invalid_grant; the account is deleted after",
+        "revokeToken: a 503 is retried through the delay queue, the code is exchanged once and the refresh token revoked; the same code again queues nothing; an unknown code ends invalid_grant; the account is deleted after",
         arguments: [TestStore.sqlite, .postgres])
     func revocation(_ store: TestStore) async throws {
         try await Self.run(store: store) { stack, fake in
@@ -92,9 +95,16 @@ struct AppleEndToEndTests {
             let sent = try #require(try await Self.messages(stack, user: user).first)
             #expect(sent["attempts"] as? Int == 2 && sent["template"] as? String == "revoke" && sent["provider"] as? String == "apple")
 
-            // The same code again: Apple says invalid_grant, which is final and recorded.
+            // The same code again is the same revocation: answered, and nothing more is queued or sent.
             let replay = try await Self.revoke(stack, code: code, idToken: idToken)
             #expect(replay.status == 200)
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await Self.messages(stack, user: user).count == 1)
+            #expect(fake.requests.filter { $0.path == "/auth/token" }.count == 2)
+
+            // A code Apple does not know: invalid_grant, which is final and recorded.
+            let stale = "c.never-issued." + UUID().uuidString
+            #expect(try await Self.revoke(stack, code: stale, idToken: idToken).status == 200)
             #expect(
                 await eventually { (try? await Self.messages(stack, user: user))?.first?["status"] as? String == "failed" })
             let failed = try #require(try await Self.messages(stack, user: user).first)
@@ -129,7 +139,7 @@ struct AppleEndToEndTests {
         }
     }
 
-    @Test("revokeToken's refusals: wrong provider, token type, missing token, no idToken, unknown clientId")
+    @Test("revokeToken's refusals: wrong provider, token type, missing token, no idToken, unknown clientId; one job per code; per-user limit")
     func refusals() async throws {
         try await Self.run(store: .sqlite) { stack, fake in
             try await stack.startAPI()
@@ -185,6 +195,53 @@ struct AppleEndToEndTests {
             let asyncapi = TestConfiguration.repositoryRoot.appendingPathComponent("deploy/asyncapi.yaml").path
             let report = try await shell("\(shellQuoted(SMTPSink.python)) \(shellQuoted(validator)) \(shellQuoted(asyncapi)) \(shellQuoted(file))")
             #expect(report.contains("validated 1 messages, 0 problems"), "\(report)")
+
+            // The same code while its job waits: one job, however often the app asks.
+            let again = fake.issueCode(clientID: Self.bundleID)
+            for _ in 0..<4 { #expect(try await Self.revoke(stack, code: again, idToken: idToken).status == 200) }
+            #expect(try await TestBroker.drain(stack.topology.workQueue(.apple), using: stack.admin).count == 1)
+
+            // limits.revocationsPerUser (5/1h): five requests so far (repeats count), so the sixth is refused.
+            let limited = try await Self.revoke(stack, code: fake.issueCode(clientID: Self.bundleID), idToken: idToken)
+            #expect(limited.status == 400)
+            #expect(limited.errorMessage?.hasPrefix("TOO_MANY_ATTEMPTS_TRY_LATER") == true, "\(limited.errorMessage ?? "")")
+            #expect(limited.header("Retry-After") != nil)
+            #expect(try await TestBroker.drain(stack.topology.workQueue(.apple), using: stack.admin).isEmpty)
+        }
+    }
+
+    @Test("limits.revocationsPerIP counts every user's revocations from one client address")
+    func perAddress() async throws {
+        try await Self.run(store: .sqlite, limits: #"{perNumber: ["100/1m"], revocationsPerIP: ["2/1h"], pumping: {enabled: false}}"#) {
+            stack, fake in
+            try await stack.startAPI()
+            var answers: [HeraldClient.Answer] = []
+            for subject in ["001.ip-a", "001.ip-b", "001.ip-c"] {
+                let idToken = try #require(try await Self.signIn(stack, fake, subject: subject).string("idToken"))
+                answers.append(try await Self.revoke(stack, code: fake.issueCode(clientID: Self.bundleID), idToken: idToken))
+            }
+            #expect(answers.map(\.status) == [200, 200, 400])
+            #expect(answers[2].errorMessage?.hasPrefix("TOO_MANY_ATTEMPTS_TRY_LATER") == true, "\(answers[2].errorMessage ?? "")")
+            #expect(try await TestBroker.drain(stack.topology.workQueue(.apple), using: stack.admin).count == 2)
+            let metrics = String(decoding: try await HeraldClient(port: stack.settings.apiMetricsPort).get("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains(#"limit="limits.revocationsPerIP""#))
+        }
+    }
+
+    @Test("revokeToken is refused for the account of a test phone number, whose fixed code others may know")
+    func testNumberAccount() async throws {
+        try await Self.run(store: .sqlite) { stack, fake in
+            try await stack.startAPI()
+            let sent = try await stack.client.post(
+                Self.v1 + "sendVerificationCode", apiKey: TestConfiguration.apiKey, json: ["phoneNumber": "+16505553434"])
+            let session = try #require(sent.string("sessionInfo"), "\(sent.errorMessage ?? "")")
+            let signedIn = try await stack.client.post(
+                Self.v1 + "signInWithPhoneNumber", apiKey: TestConfiguration.apiKey, json: ["sessionInfo": session, "code": "654321"])
+            let idToken = try #require(signedIn.string("idToken"), "\(signedIn.errorMessage ?? "")")
+            let answer = try await Self.revoke(stack, code: fake.issueCode(clientID: Self.bundleID), idToken: idToken)
+            #expect(answer.status == 400)
+            #expect(answer.errorMessage?.hasPrefix("OPERATION_NOT_ALLOWED") == true, "\(answer.errorMessage ?? "")")
+            #expect(try await TestBroker.drain(stack.topology.workQueue(.apple), using: stack.admin).isEmpty)
         }
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 import Logging
@@ -12,8 +13,15 @@ import Metrics
 /// the `clientId` field (a Herald extension), else the `X-Ios-Bundle-Identifier` header the iOS SDK
 /// sends, when either is one of `clientIds`. A refresh token (`tokenType: REFRESH_TOKEN` or 1) is
 /// revoked directly.
+///
+/// Each revocation is a call to Apple under the project's key, so requests are limited per user
+/// (`limits.revocationsPerUser`) and per client address (`limits.revocationsPerIP`), refused for
+/// accounts of a test number (whose fixed code anyone testing the app may know), and queued once per
+/// user and token: the job id is derived from both, and a request whose job is already recorded
+/// answers `{}` without a second job (unless the first was never confirmed by the broker).
 struct AppleTokenRevocation: Sendable {
-    let store: any DeliveryLedger
+    let store: any DeliveryLedger & RateLimitStore
+    let limits: HeraldConfiguration.Limits
     let publisher: any JobPublisher
     let signedIn: SignedInUser
     let keys: HeraldKeys
@@ -25,7 +33,9 @@ struct AppleTokenRevocation: Sendable {
     /// A refresh token does not expire by itself: its job is retried for a week.
     static let refreshTokenLifetime: TimeInterval = 7 * 86_400
 
-    func revoke(project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, traceparent: TraceParent) async throws -> [String: String] {
+    func revoke(
+        project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, clientKey: String?, traceparent: TraceParent
+    ) async throws -> [String: String] {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard body.string("providerId") == AppleSignIn.providerID else {
             throw HeraldError(.invalidProviderID, "Only apple.com tokens can be revoked.")
@@ -40,6 +50,9 @@ struct AppleTokenRevocation: Sendable {
         guard token.utf8.count <= 4096 else { throw HeraldError(.invalidArgument, "token is too long.") }
         guard project.apple.enabled, project.apple.canRevoke else { throw HeraldError(.operationNotAllowed) }
         let user = try await signedIn.resolve(body.string("idToken"), project: project).user
+        if let phone = user.phoneNumber, project.phone.testNumbers[phone] != nil {
+            throw HeraldError(.operationNotAllowed, "Accounts of test phone numbers cannot revoke Apple tokens.")
+        }
         let clientID: String
         if let named = body.string("clientId") {
             guard project.apple.clientIds.contains(named) else { throw HeraldError(.invalidArgument, "clientId is not one of the project's.") }
@@ -56,8 +69,33 @@ struct AppleTokenRevocation: Sendable {
             }
         }
 
+        var checks = limits.revocationsPerUser.map { LimitCheck(kind: .revocation, scope: project.id, subject: user.localID, policy: $0) }
+        if let clientKey {
+            checks += limits.revocationsPerIP.map { LimitCheck(kind: .revocationIP, scope: project.id, subject: clientKey, policy: $0) }
+        }
+        if let refusal = try await RateLimiter(store: store).admit(checks, now: clock.now) {
+            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)])
+                .increment()
+            throw HeraldError(refusal.check.kind.refusal, nil, retryAfter: refusal.retryAfter)
+        }
+
         let now = clock.now
-        let jobID = SecureRandom.uuidV7(at: now)
+        let jobID = Self.jobID(project: project.id, user: user.localID, isCode: isCode, token: token, key: keys.codeHashing)
+        switch try await store.recordPendingOnce(jobID: jobID, projectID: project.id, type: .apple, destination: user.localID, now: now) {
+        case nil:
+            break
+        case .abandoned?:
+            // Recorded before, but the broker never confirmed the job: queued again under the same id.
+            try await store.recordDelivery(jobID: jobID, status: .pending, reason: "queued again", now: now)
+        case let status?:
+            logger.info(
+                "Apple token revocation already queued",
+                metadata: [
+                    "project": .string(project.id), "user": .string(user.localID), "job.id": .string(jobID.lowercasedText),
+                    "status": .string(status.rawValue),
+                ])
+            return [:]
+        }
         let sealed = Sealer(key: keys.sealing).seal(token, jobID: jobID, destination: user.localID)
         let job = Job(
             id: jobID, project: project.id, createdAt: now,
@@ -66,7 +104,6 @@ struct AppleTokenRevocation: Sendable {
                 AppleMessage(
                     user: user.localID, clientId: clientID, redirectUri: redirectURI,
                     params: [isCode ? "authorizationCodeSealed" : "refreshTokenSealed": sealed])))
-        try await store.recordPending(jobID: jobID, projectID: project.id, type: .apple, destination: user.localID, now: now)
         do {
             try await publisher.publish(job, traceparent: traceparent)
         } catch {
@@ -84,5 +121,19 @@ struct AppleTokenRevocation: Sendable {
                 "client": .string(clientID), "traceparent": .string(traceparent.description),
             ])
         return [:]
+    }
+
+    /// The job id of revoking `token` for `user`: an HMAC of both (the token cannot be read back from
+    /// it), as a version-8 UUID.
+    static func jobID(project: String, user: String, isCode: Bool, token: String, key: SymmetricKey) -> UUID {
+        let input = ["apple-revocation", project, user, isCode ? "code" : "refresh", token].joined(separator: "\u{0}")
+        var bytes = Array(HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: key).prefix(16))
+        bytes[6] = bytes[6] & 0x0F | 0x80
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11],
+                bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 }

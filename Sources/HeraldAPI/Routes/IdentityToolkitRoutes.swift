@@ -194,7 +194,8 @@ struct IdentityToolkitRoutes: Sendable {
         case "accounts:revokeToken":
             let origin = origin(of: request, context, body: body)
             return JSONWire.response(
-                try await revocation.revoke(project: project, body: body, bundleID: origin.bundleID, traceparent: origin.traceparent))
+                try await revocation.revoke(
+                    project: project, body: body, bundleID: origin.bundleID, clientKey: origin.clientKey, traceparent: origin.traceparent))
         case _ where Self.unservedV2Operations.contains(operation):
             throw Self.unserved(operation)
         default:

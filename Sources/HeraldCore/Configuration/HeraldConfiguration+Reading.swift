@@ -204,6 +204,8 @@ extension HeraldConfiguration {
             lookupsPerIP: try limits.rateList(
                 "lookupsPerIP", default: [RatePolicy(limit: 30, period: .seconds(60)), RatePolicy(limit: 300, period: .seconds(3600))]),
             passwordChangesPerUser: try limits.rateList("passwordChangesPerUser", default: [RatePolicy(limit: 5, period: .seconds(3600))]),
+            revocationsPerUser: try limits.rateList("revocationsPerUser", default: [RatePolicy(limit: 5, period: .seconds(3600))]),
+            revocationsPerIP: try limits.rateList("revocationsPerIP", default: [RatePolicy(limit: 20, period: .seconds(3600))]),
             pumping: try Self.pumping(try limits.section("pumping")),
             leasing: try Self.leasing(try limits.section("leasing")))
         try limits.finish()

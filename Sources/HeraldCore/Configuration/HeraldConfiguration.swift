@@ -400,6 +400,10 @@ public struct HeraldConfiguration: Sendable {
         public var lookupsPerIP: [RatePolicy]
         /// Password changes per user (each costs 0.2 s of PBKDF2).
         public var passwordChangesPerUser: [RatePolicy]
+        /// Apple token revocations (`revokeToken`) per user and per client address: each is a call
+        /// to Apple under the project's key.
+        public var revocationsPerUser: [RatePolicy]
+        public var revocationsPerIP: [RatePolicy]
         /// `limits.pumping`: per-prefix velocity blocks.
         public var pumping: PrefixVelocity.Settings
         /// `limits.leasing`: slices of busy shared limits held in each herald-api process.
@@ -408,9 +412,11 @@ public struct HeraldConfiguration: Sendable {
         public init(
             perNumber: [RatePolicy], perIP: [RatePolicy], perProject: [RatePolicy], perCountry: [RatePolicy], perPrefix: [RatePolicy],
             prefixDigits: Int, checksPerNumber: [RatePolicy], pushesPerDevice: [RatePolicy] = [], perEmail: [RatePolicy] = [],
-            lookupsPerIP: [RatePolicy] = [], passwordChangesPerUser: [RatePolicy] = [], pumping: PrefixVelocity.Settings,
-            leasing: LimitLeases.Settings = .off
+            lookupsPerIP: [RatePolicy] = [], passwordChangesPerUser: [RatePolicy] = [], revocationsPerUser: [RatePolicy] = [],
+            revocationsPerIP: [RatePolicy] = [], pumping: PrefixVelocity.Settings, leasing: LimitLeases.Settings = .off
         ) {
+            self.revocationsPerUser = revocationsPerUser
+            self.revocationsPerIP = revocationsPerIP
             self.leasing = leasing
             self.perEmail = perEmail
             self.lookupsPerIP = lookupsPerIP

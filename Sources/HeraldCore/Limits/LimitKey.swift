@@ -24,12 +24,16 @@ public enum LimitKind: String, Sendable, CaseIterable {
     case lookup
     /// Password changes of one user.
     case password
+    /// Apple token revocations (`revokeToken`) of one user.
+    case revocation
+    /// Apple token revocations from one client address.
+    case revocationIP
 
     /// Identity Toolkit answers per-user limits with TOO_MANY_ATTEMPTS_TRY_LATER and shared quotas
     /// with QUOTA_EXCEEDED; SDKs show them differently.
     public var refusal: HeraldError.Code {
         switch self {
-        case .number, .ip, .checks, .spacing, .device, .email, .lookup, .password: .tooManyAttempts
+        case .number, .ip, .checks, .spacing, .device, .email, .lookup, .password, .revocation, .revocationIP: .tooManyAttempts
         case .project, .country, .prefix, .provider: .quotaExceeded
         }
     }
@@ -49,6 +53,8 @@ public enum LimitKind: String, Sendable, CaseIterable {
         case .email: "limits.perEmail"
         case .lookup: "limits.lookupsPerIP"
         case .password: "limits.passwordChangesPerUser"
+        case .revocation: "limits.revocationsPerUser"
+        case .revocationIP: "limits.revocationsPerIP"
         }
     }
 }

@@ -280,6 +280,9 @@ public protocol DeliveryLedger: Sendable {
     /// recorded it first, so a foreign producer cannot take over a pending verification job.
     @discardableResult
     func recordPending(jobID: UUID, projectID: String, type: JobType, destination: String, producer: String?, now: Date) async throws -> Bool
+    /// Records a herald-api job whose id is derived from what it does, so that it is queued once: nil
+    /// when this call recorded it, else the status of the row already there (nothing changes then).
+    func recordPendingOnce(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) async throws -> DeliveryStatus?
     /// Claims a job for sending (from pending, retrying or throttled) when its row exists and names the
     /// same project, type, destination and producer (`description.producer`, nil for herald-api's own
     /// jobs; else `.unknown` or `.mismatch`); with `reclaimInDoubt`, also
