@@ -125,7 +125,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
             store: dependencies.store, limits: configuration.limits, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys,
             clock: dependencies.clock,
             logger: logger),
-        admin: AdminAuthorization(tokens: configuration.admin.tokens), bodyDeadlines: BodyDeadlines(timeout: idleTimeout),
+        admin: AdminAuthorization(tokens: configuration.admin.tokens),
         logger: logger)
     identityToolkit.register(on: router)
     ActionRoutes(configuration: configuration).register(on: router)
@@ -164,7 +164,10 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
     }
     return Application(
         responder: OperationRouter(router: router, handler: identityToolkit.handleOperation, enabled: routeOperationsFirst),
-        server: .http1(configuration: .init(idleTimeout: idleTimeout)),
-        configuration: .init(address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api"),
+        server: .http1(configuration: .init(additionalChannelHandlers: [RequestBodyDeadline(timeout: idleTimeout)], idleTimeout: idleTimeout)),
+        configuration: .init(
+            address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api",
+            // At the cap the listener stops accepting (new connections wait in the backlog) until one closes.
+            availableConnectionsDelegate: .maximum(configuration.http.maxConnections, logger: logger)),
         services: dependencies.services, logger: logger)
 }

@@ -18,18 +18,20 @@ public struct HealthServer: Service {
     let host: String
     let port: Int
     let idleTimeout: Duration
+    let maxConnections: Int
     let isReady: @Sendable () -> Bool
     let onListening: @Sendable (Int) -> Void
     let group: any EventLoopGroup
 
     /// `group`: NIO's shared loops in the processes; tests give the listener loops of its own.
     public init(
-        host: String, port: Int, idleTimeout: Duration, isReady: @escaping @Sendable () -> Bool,
+        host: String, port: Int, idleTimeout: Duration, maxConnections: Int, isReady: @escaping @Sendable () -> Bool,
         onListening: @escaping @Sendable (Int) -> Void = { _ in }, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.host = host
         self.port = port
         self.idleTimeout = idleTimeout
+        self.maxConnections = maxConnections
         self.isReady = isReady
         self.onListening = onListening
         self.group = group
@@ -49,10 +51,13 @@ public struct HealthServer: Service {
 
     public func run() async throws {
         let connections = OpenConnections()
-        let (isReady, deadline) = (self.isReady, TimeAmount(idleTimeout))
+        let (isReady, deadline, maxConnections) = (self.isReady, TimeAmount(idleTimeout), self.maxConnections)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ConnectionCap(limit: maxConnections)) }
+            }
             .childChannelInitializer { channel in
                 connections.add(channel)
                 return channel.eventLoop.makeCompletedFuture {

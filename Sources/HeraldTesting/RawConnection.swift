@@ -21,7 +21,16 @@ public final class RawConnection {
         guard connected == 0 else { throw TestFailure("cannot connect to 127.0.0.1:\(port)") }
     }
 
-    deinit { close(descriptor) }
+    private var hungUp = false
+
+    deinit { if hungUp == false { close(descriptor) } }
+
+    /// Closes this side now (the server sees the connection end).
+    public func hangUp() {
+        guard hungUp == false else { return }
+        hungUp = true
+        close(descriptor)
+    }
 
     public func send(_ text: String) throws {
         let sent = text.withCString { Glibc.send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }

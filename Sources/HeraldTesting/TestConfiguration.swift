@@ -84,6 +84,8 @@ public struct TestConfiguration: Sendable {
     /// herald-api's metrics listener (0: any free port).
     public var apiMetricsPort = 0
     public var idleTimeout = "30s"
+    /// `http.maxConnections` (nil: derived from the file limit).
+    public var maxConnections: Int? = nil
     public var emailProvider = "smtp"
     public var smtpURL = "smtp://127.0.0.1:1"
     public var smtpTimeout = "5s"
@@ -117,7 +119,7 @@ public struct TestConfiguration: Sendable {
     public var yaml: String {
         let numbers = testNumbers.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
         return """
-            http: {host: "\(apiHost)", port: \(apiPort), metricsPort: \(apiMetricsPort), idleTimeout: \(idleTimeout), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
+            http: {host: "\(apiHost)", port: \(apiPort), metricsPort: \(apiMetricsPort), idleTimeout: \(idleTimeout), maxConnections: \(maxConnections.map(String.init) ?? "null"), trustedProxies: [\(trustedProxies.map { "\"\($0)\"" }.joined(separator: ", "))]}
             state: {dir: "\(stateDir)"}
             amqp: {url: \(amqpURLs.map { "[" + $0.map { "\"\($0)\"" }.joined(separator: ", ") + "]" } ?? "\"\(amqpURL)\""), exchange: \(exchange), queueType: \(queueType), prefetch: \(prefetch), heartbeat: 10s, deliveryLimit: \(deliveryLimit), publishTimeout: \(publishTimeout), connectTimeout: 2s\(amqpExtra.isEmpty ? "" : ", " + amqpExtra)}
             codes: {sealingKey: \(sealingKey.map { "\"\($0)\"" } ?? "null")}

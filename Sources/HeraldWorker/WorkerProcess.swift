@@ -20,7 +20,7 @@ public enum WorkerProcess {
             settings: .init(workerConfiguration), keys: keys, foreignJobs: ForeignJobPolicy(configuration: configuration), logger: logger)
         let health = HealthServer(
             host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout,
-            isReady: { worker.isReady },
+            maxConnections: configuration.http.maxConnections, isReady: { worker.isReady },
             onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
         let gauges = QueueGauges(
             connection: publisher, queues: topology.queues(handler.type), interval: workerConfiguration.queuePollInterval, logger: logger)

@@ -24,7 +24,7 @@ struct HeraldAPICommand: AsyncParsableCommand {
         dependencies.services.append(
             HealthServer(
                 host: configuration.http.metricsHost, port: configuration.http.metricsPort, idleTimeout: configuration.http.idleTimeout,
-                isReady: isReady,
+                maxConnections: configuration.http.maxConnections, isReady: isReady,
                 onListening: { port in
                     logger.info("metrics listening", metadata: ["host": .string(configuration.http.metricsHost), "port": .stringConvertible(port)])
                 }))

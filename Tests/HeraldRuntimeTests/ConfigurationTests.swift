@@ -398,8 +398,19 @@ struct ConfigurationTests {
         #expect(configuration.http.metricsHost == "127.0.0.1")
         #expect(configuration.http.metricsPort == 9100)
         #expect(configuration.http.idleTimeout == .seconds(30))
+        #expect(configuration.http.maxConnections == HeraldConfiguration.HTTP.maxConnections(fileLimit: ProcessLimits.openFiles))
         #expect(configuration.limits.lookupsPerIP == [RatePolicy.parse("30/1m")!, RatePolicy.parse("300/1h")!])
         #expect(configuration.limits.passwordChangesPerUser == [RatePolicy.parse("5/1h")!])
+    }
+
+    @Test("http.maxConnections: derived from the open-file limit, at least 16; below 16 refused")
+    func connectionCap() throws {
+        #expect(HeraldConfiguration.HTTP.maxConnections(fileLimit: 1024) == 384)
+        #expect(HeraldConfiguration.HTTP.maxConnections(fileLimit: 20_000) == 9872)
+        #expect(HeraldConfiguration.HTTP.maxConnections(fileLimit: 100) == 16)
+        #expect(HeraldConfiguration.HTTP.maxConnections(fileLimit: .max) == (1 << 20 - 256) / 2)
+        #expect(problem(Self.minimal + "\nhttp: {maxConnections: 15}")?.key == "http.maxConnections")
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal + "\nhttp: {maxConnections: 16}").http.maxConnections == 16)
     }
 
     @Test("unsafe settings are refused: the emulator admin token or a short one without devMode, devMode off loopback, smuggled headers, odd URLs")

@@ -20,11 +20,13 @@ struct HealthServerTests {
     /// Runs a listener with `idleTimeout`, readiness from `ready`, until `body` returns.
     /// The listener runs on an event loop of its own, so other tests' servers on NIO's shared loops
     /// cannot hold up its timers or its bind.
-    static func withServer(idleTimeout: Duration = .seconds(30), ready: Readiness, _ body: (Int) async throws -> Void) async throws {
+    static func withServer(
+        idleTimeout: Duration = .seconds(30), maxConnections: Int = 64, ready: Readiness, _ body: (Int) async throws -> Void
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let port = Mutex<Int?>(nil)
         let server = HealthServer(
-            host: "127.0.0.1", port: 0, idleTimeout: idleTimeout, isReady: { ready.isReady },
+            host: "127.0.0.1", port: 0, idleTimeout: idleTimeout, maxConnections: maxConnections, isReady: { ready.isReady },
             onListening: { bound in port.withLock { $0 = bound } }, group: group)
         let ended = Mutex(false)
         let task = Task {
@@ -91,6 +93,42 @@ struct HealthServerTests {
             }
             #expect(closed, "a head trickled for longer than the idle timeout kept its connection open")
             #expect(trickle.received.isEmpty, "\(trickle.received)")
+        }
+    }
+
+    @Test("a body trickled a byte at a time is cut off at the deadline, unanswered")
+    func closesTrickledBody() async throws {
+        try await Self.withServer(idleTimeout: .seconds(1), ready: Readiness(true)) { port in
+            let trickle = try RawConnection(port: port)
+            try trickle.send("POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 60\r\n\r\n")
+            var closed = false
+            for _ in 0..<60 where closed == false {
+                closed = (try? trickle.send("a")) == nil || trickle.isClosed
+                if closed == false { closed = await trickle.waitForClose(within: .milliseconds(300)) }
+            }
+            #expect(closed, "a body trickled for longer than the idle timeout kept its connection open")
+            #expect(trickle.received.isEmpty, "\(trickle.received)")
+        }
+    }
+
+    @Test("at maxConnections the listener accepts no more until one closes; the waiting client is then answered")
+    func capsOpenConnections() async throws {
+        try await Self.withServer(maxConnections: 16, ready: Readiness(true)) { port in
+            var open: [RawConnection] = []
+            for _ in 0..<16 {
+                let connection = try RawConnection(port: port)
+                try connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                #expect(await connection.waitForData(within: .seconds(10)))
+                open.append(connection)
+            }
+            // Connected (the kernel's backlog holds it) but not accepted: no answer while 16 are open.
+            let waiting = try RawConnection(port: port)
+            try waiting.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(await waiting.waitForData(within: .milliseconds(800)) == false, "\(waiting.received)")
+            open.removeFirst().hangUp()
+            #expect(await waiting.waitForData(within: .seconds(10)))
+            #expect(waiting.received.hasPrefix("HTTP/1.1 200 OK"), "\(waiting.received)")
+            for connection in open { connection.hangUp() }
         }
     }
 }

@@ -19,8 +19,6 @@ struct IdentityToolkitRoutes: Sendable {
     let apple: AppleSignIn
     let revocation: AppleTokenRevocation
     let admin: AdminAuthorization
-    /// Closes connections whose body takes longer than `http.idleTimeout` to arrive.
-    let bodyDeadlines: BodyDeadlines
     let logger: Logger
     /// A proxy that writes hops Herald cannot read does so on every request: warned about once.
     let unparsedHops = FirstOccurrence()
@@ -228,12 +226,10 @@ struct IdentityToolkitRoutes: Sendable {
             traceparent: request.headers.value(.traceparent).flatMap(TraceParent.init(header:))?.child() ?? .random())
     }
 
-    /// The request body, at most `WireBody.maximumSize`, arriving whole within `http.idleTimeout`: the
-    /// listener's idle timeout closes a connection that stops sending, but a body trickled a byte at a time
-    /// would otherwise hold the request open for hours, so the connection is closed at the deadline. The
-    /// deadline is checked by `BodyDeadlines`' sweep (a second late at most).
+    /// The request body, at most `WireBody.maximumSize` (its arrival is bounded by the pipeline's
+    /// `RequestBodyDeadline`).
     func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
-        let buffer = try await bodyDeadlines.guarding(context.channel) { try await request.body.collect(upTo: WireBody.maximumSize) }
+        let buffer = try await request.body.collect(upTo: WireBody.maximumSize)
         return try WireBody.parse(buffer, contentType: request.headers.value(.contentType))
     }
 }

@@ -50,6 +50,8 @@ extension HeraldConfiguration {
                 return network
             },
             idleTimeout: try http.duration("idleTimeout", default: .seconds(30), in: .seconds(1) ... .seconds(3600)),
+            maxConnections: try http.int(
+                "maxConnections", default: HTTP.maxConnections(fileLimit: ProcessLimits.openFiles), in: HTTP.minimumConnections...1 << 24),
             metricsHost: try http.string("metricsHost", default: "127.0.0.1"),
             metricsPort: try http.int("metricsPort", default: 9100, in: 0...65535))
         try http.finish()

@@ -39,10 +39,25 @@ public struct HeraldConfiguration: Sendable {
         /// A connection that sends no complete request head, no body data, or no new request for this long
         /// is closed (slow or idle clients must not hold sockets forever).
         public var idleTimeout: Duration
+        /// Open connections each listener (herald-api's public and metrics ports, each worker's) holds at
+        /// most; at the cap it accepts no more until one closes. Default: `maxConnections(fileLimit:)` of
+        /// the process's open-file limit.
+        public var maxConnections: Int
         /// herald-api's `/metrics` (with `/healthz`, `/readyz`) listens here, not on the public port
         /// (default 127.0.0.1:9100: scrape it from the host, or set 0.0.0.0 behind a firewall).
         public var metricsHost: String
         public var metricsPort: Int
+
+        /// The fewest connections a listener may be limited to.
+        public static let minimumConnections = 16
+
+        /// Half of what the open-file limit leaves once 256 descriptors are set aside for the store, the
+        /// broker, outbound calls and logs: each connection holds one descriptor, and herald-api has two
+        /// listeners. Never below `minimumConnections`; an unlimited limit counts as 2^20.
+        public static func maxConnections(fileLimit: UInt64) -> Int {
+            let files = Int(min(fileLimit, 1 << 20))
+            return max(minimumConnections, (files - 256) / 2)
+        }
 
         /// True when `host` is a loopback address (where dev mode may listen).
         public var isLoopback: Bool { IPAddress.isLoopback(host: host) }
