@@ -19,7 +19,7 @@ import ServiceLifecycle
 /// (`HousekeepingTurn`); every one publishes the gauges.
 struct StoreMaintenance: Service {
     let store:
-        any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore
+        any VerificationStore & RateLimitStore & AppVerificationStore & OobCodeStore & MessageLedger & CredentialReplayStore & AdminSessionStore
             & StoreHealth & TurnStore
     let retention: Duration
     let logger: Logger
@@ -117,6 +117,7 @@ struct StoreMaintenance: Service {
         try await purge("app_receipts", pacing.smallRows) { try await store.purgeReceipts(issuedBefore: dayAgo, limit: $0) }
         try await purge("oob_codes", pacing.smallRows) { try await store.purgeOobCodes(expiredBefore: dayAgo, limit: $0) }
         try await purge("credentials", pacing.smallRows) { try await store.purgeCredentials(expiredBefore: now, limit: $0) }
+        try await purge("admin_sessions", pacing.smallRows) { try await store.purgeAdminSessions(expiredBefore: now, limit: $0) }
         try await purgeLedger(now: now)
     }
 

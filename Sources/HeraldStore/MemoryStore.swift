@@ -37,6 +37,8 @@ public final class MemoryStore: HeraldStoreProtocol {
         var invalidTokens: [String: String] = [:]
         /// Spent identity-provider credentials: hash → expiry.
         var credentials: [String: Date] = [:]
+        /// Status-page sessions: hash → (key id, expiry).
+        var adminSessions: [String: (keyID: String, expiresAt: Date)] = [:]
         /// Turns: name → holder and until (ms).
         var turns: [String: (holder: String, until: Int64)] = [:]
     }
@@ -233,6 +235,31 @@ public final class MemoryStore: HeraldStoreProtocol {
         state.users[projectID]?.values.first { user in
             user.identities.contains { $0.providerID == identity.providerID && $0.federatedID == identity.federatedID }
         }?.localID
+    }
+
+    // MARK: AdminSessionStore
+
+    public func insertAdminSession(hash: String, keyID: String, expiresAt: Date) async throws {
+        state.withLock { $0.adminSessions[hash] = (keyID, expiresAt.keptToMilliseconds) }
+    }
+
+    public func adminSession(hash: String, now: Date) async throws -> String? {
+        state.withLock { state in
+            guard let session = state.adminSessions[hash], session.expiresAt > now else { return nil }
+            return session.keyID
+        }
+    }
+
+    public func deleteAdminSession(hash: String) async throws -> Bool {
+        state.withLock { $0.adminSessions.removeValue(forKey: hash) != nil }
+    }
+
+    public func purgeAdminSessions(expiredBefore date: Date, limit: Int) async throws -> Int {
+        state.withLock { state in
+            let expired = Self.oldest(state.adminSessions, before: date, limit: limit, time: { $0.value.expiresAt }, key: { $0.key })
+            for hash in expired { state.adminSessions.removeValue(forKey: hash) }
+            return expired.count
+        }
     }
 
     // MARK: CredentialReplayStore

@@ -224,6 +224,16 @@ public enum Migrations {
         """
         DROP INDEX verification_sessions_created;
         """,
+        // 14: the status page's login sessions (`AdminSessionStore`), so logging out ends a session on
+        // every herald-api. Not copied between stores: an operator logs in again.
+        """
+        CREATE TABLE admin_sessions (
+          session_hash TEXT PRIMARY KEY,
+          key_id TEXT NOT NULL,
+          expires_at_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX admin_sessions_expiry ON admin_sessions (expires_at_ms);
+        """,
     ]
 
     /// PostgreSQL's form of a step where it is not the derived DDL, by version. Each is one statement,

@@ -403,6 +403,16 @@ struct ConfigurationTests {
         #expect(configuration.limits.passwordChangesPerUser == [RatePolicy.parse("5/1h")!])
     }
 
+    @Test("admin.cookieSecure: on unless devMode, either way when set; limits.adminLoginsPerIP defaults to 10/15m")
+    func adminCookie() throws {
+        let plain = try ConfigurationLoader.parse(yaml: Self.minimal)
+        #expect(plain.admin.cookieSecure)
+        #expect(plain.limits.adminLoginsPerIP == [RatePolicy.parse("10/15m")!])
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal + "\ndevMode: true").admin.cookieSecure == false)
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal + "\ndevMode: true\nadmin: {cookieSecure: true}").admin.cookieSecure)
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal + "\nadmin: {cookieSecure: false}").admin.cookieSecure == false)
+    }
+
     @Test("http.maxConnections: derived from the open-file limit, at least 16; below 16 refused")
     func connectionCap() throws {
         #expect(HeraldConfiguration.HTTP.maxConnections(fileLimit: 1024) == 384)

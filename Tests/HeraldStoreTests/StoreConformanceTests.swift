@@ -354,6 +354,24 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("an admin session is seen by every process until it expires or is deleted, once; expired ones are purged", arguments: StoreKind.allCases)
+    func adminSessions(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, store in
+            let other = try await fixture.open()
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            try await store.insertAdminSession(hash: "s1", keyID: "k1", expiresAt: now.addingTimeInterval(60))
+            try await store.insertAdminSession(hash: "s2", keyID: "k2", expiresAt: now.addingTimeInterval(3600))
+            #expect(try await other.adminSession(hash: "s1", now: now) == "k1")
+            #expect(try await other.adminSession(hash: "s1", now: now.addingTimeInterval(60)) == nil, "expired at its expiry")
+            #expect(try await other.adminSession(hash: "nope", now: now) == nil)
+            #expect(try await other.deleteAdminSession(hash: "s2"))
+            #expect(try await store.adminSession(hash: "s2", now: now) == nil, "deleted through the other process")
+            #expect(try await store.deleteAdminSession(hash: "s2") == false)
+            #expect(try await store.purgeAdminSessions(expiredBefore: now.addingTimeInterval(61), limit: 10) == 1)
+            #expect(try await store.deleteAdminSession(hash: "s1") == false, "purged")
+        }
+    }
+
     @Test("second-factor lookups by first-factor number answer each caller right, also when many arrive at once", arguments: StoreKind.allCases)
     func secondFactorLookups(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

@@ -94,3 +94,64 @@ struct StatusPageTests {
         }
     }
 }
+
+/// The status page's login sessions against a real herald-api: kept in the store, ended by logout for
+/// every copy of the cookie, limited per address, answered in a fixed time.
+@Suite("Status page sessions")
+struct AdminSessionWireTests {
+    static func form(_ text: String, cookie: String) -> (Data, [(String, String)]) { (Data(text.utf8), [("Cookie", cookie)]) }
+
+    @Test("logout ends the session for every copy of its cookie; the cookie names its token by an HMAC key id and is Secure")
+    func logoutEndsSession() async throws {
+        try await StackHarness.run { stack in
+            try await stack.startAPI()
+            let login = try await stack.client.postForm("/admin/login", form: "token=\(TestConfiguration.adminToken)")
+            #expect(login.status == 303)
+            let setCookie = try #require(login.header("set-cookie"))
+            #expect(setCookie.contains("; Secure"), "Secure on a loopback bind without devMode: \(setCookie)")
+            let cookie = String(setCookie.split(separator: ";")[0])
+            let value = String(cookie.dropFirst("herald_admin=".count))
+            #expect(value.wholeMatch(of: /[0-9a-f]{16}\.[A-Za-z0-9_-]{43}/) != nil, "\(value)")
+            #expect(value.contains(String(SHA256Hex.digest(TestConfiguration.adminToken).prefix(16))) == false)
+
+            let dashboard = try await stack.client.get("/admin/", headers: [("Cookie", cookie)])
+            let html = String(decoding: dashboard.body, as: UTF8.self)
+            #expect(html.contains("Queues"))
+            let csrf = try #require(html.firstMatch(of: /name="csrf" value="([0-9a-f]{64})"/)?.1)
+            let logout = try await stack.client.send(
+                "POST", "/admin/logout", apiKey: nil, body: Data("csrf=\(csrf)".utf8), contentType: "application/x-www-form-urlencoded",
+                headers: [("Cookie", cookie)])
+            #expect(logout.status == 303)
+            // The same cookie (a copy kept elsewhere, say) no longer opens anything.
+            let after = try await stack.client.get("/admin/", headers: [("Cookie", cookie)])
+            #expect(String(decoding: after.body, as: UTF8.self).contains("name=\"token\""), "the login form again")
+            let lift = try await stack.client.send(
+                "POST", "/admin/blocks/lift", apiKey: nil, body: Data("project=p&prefix=%2B1555&csrf=\(csrf)".utf8),
+                contentType: "application/x-www-form-urlencoded", headers: [("Cookie", cookie)])
+            #expect(lift.status == 401)
+        }
+    }
+
+    @Test("logins are limited per address, the right token included, with Retry-After; every answer takes the same time")
+    func loginLimit() async throws {
+        try await StackHarness.run(configure: {
+            $0.limits =
+                "{perNumber: [\"100/1m\"], perIP: [\"1000/1m\"], perProject: [\"10000/1m\"], adminLoginsPerIP: [\"3/15m\"], pumping: {enabled: false}}"
+        }) { stack in
+            try await stack.startAPI()
+            var statuses: [Int] = []
+            var answer: HeraldClient.Answer?
+            for token in ["nope", "wrong", TestConfiguration.adminToken, TestConfiguration.adminToken] {
+                let started = ContinuousClock.now
+                answer = try await stack.client.postForm("/admin/login", form: "token=\(token)")
+                let took = ContinuousClock.now - started
+                #expect(took >= .milliseconds(250), "\(token == TestConfiguration.adminToken ? "right" : "wrong") token answered in \(took)")
+                statuses.append(answer?.status ?? 0)
+            }
+            #expect(statuses == [401, 401, 303, 429])
+            let retryAfter = try #require(answer?.header("retry-after").flatMap(Int.init))
+            #expect((1...900).contains(retryAfter))
+            #expect(answer?.header("set-cookie") == nil)
+        }
+    }
+}

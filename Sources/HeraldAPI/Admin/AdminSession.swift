@@ -2,11 +2,16 @@ import Crypto
 import Foundation
 import HeraldCore
 
-/// The status page's login: an admin token (from `admin.tokens`) typed once into a form buys a cookie
-/// valid for `lifetime`, signed under a key derived from `codes.sealingKey`, so the token itself never
-/// sits in the browser. The cookie names the token it came from by a fingerprint: removing that token from
-/// the configuration ends its sessions. Every form carries a CSRF token derived from the cookie (and the
-/// cookie is SameSite=Strict and HttpOnly besides). Pure: the clock is passed in.
+/// The status page's login: an admin token (from `admin.tokens`) typed once into a form buys a session
+/// valid for `lifetime`, so the token itself never sits in the browser.
+///
+/// The cookie is `<key id>.<secret>`: 32 random bytes, of which the store keeps only the SHA-256
+/// (`AdminSessionStore`), so logging out deletes the session for every copy of the cookie on every
+/// herald-api. The key id names the token the session came from by an HMAC under a key derived from
+/// `codes.sealingKey`, not by a hash of the token, so a stolen cookie offers no offline check of a guessed
+/// token; removing the token from the configuration ends its sessions. Every form carries a CSRF token
+/// derived from the cookie (which is SameSite=Strict and HttpOnly besides). Pure: the clock and the
+/// random bytes are passed in.
 struct AdminSession: Sendable {
     let key: SymmetricKey
     let tokens: [String]
@@ -20,23 +25,43 @@ struct AdminSession: Sendable {
         self.lifetime = lifetime
     }
 
-    /// A cookie value for a session opened with `token` at `now` (nil when the token is not configured).
-    func open(token: String, now: Date) -> String? {
-        guard AdminAuthorization(tokens: tokens).isAdmin(authorization: "Bearer " + token) else { return nil }
-        let expiry = String(Int64(now.timeIntervalSince1970 + lifetime))
-        let fingerprint = Self.fingerprint(token)
-        return "\(expiry).\(fingerprint).\(mac("session|\(expiry)|\(fingerprint)"))"
+    /// A session to open: the cookie for the browser, what the store keeps.
+    struct Opened: Sendable, Equatable {
+        var cookie: String
+        var hash: String
+        var keyID: String
+        var expiresAt: Date
     }
 
-    /// True for an unexpired cookie this key signed for a token still configured.
-    func isValid(_ cookie: String?, now: Date) -> Bool {
-        guard let cookie else { return false }
-        let parts = cookie.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 3, let expiry = Int64(parts[0]), Double(expiry) > now.timeIntervalSince1970,
-            tokens.contains(where: { Self.fingerprint($0) == parts[1] })
-        else { return false }
-        return constantTimeEquals(Array(mac("session|\(parts[0])|\(parts[1])").utf8), Array(parts[2].utf8))
+    /// A cookie the request presented: the session's key in the store and the token it claims.
+    struct Presented: Sendable, Equatable {
+        var cookie: String
+        var hash: String
+        var keyID: String
     }
+
+    /// A session for `token` at `now`, with `secret` (32 random bytes) in its cookie; nil when the token
+    /// is not configured.
+    func open(token: String, now: Date, secret: [UInt8] = SecureRandom.bytes(32)) -> Opened? {
+        guard AdminAuthorization(tokens: tokens).isAdmin(authorization: "Bearer " + token) else { return nil }
+        let encoded = Data(secret).base64URLEncodedString()
+        let keyID = keyID(of: token)
+        return Opened(cookie: keyID + "." + encoded, hash: SHA256Hex.digest(encoded), keyID: keyID, expiresAt: now.addingTimeInterval(lifetime))
+    }
+
+    /// The cookie's session, when it is well formed and names a token still configured (the store says
+    /// whether the session itself still exists).
+    func presented(_ cookie: String?) -> Presented? {
+        guard let cookie else { return nil }
+        let parts = cookie.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[1].utf8.count == 43, let keyID = parts.first.map(String.init),
+            tokens.contains(where: { self.keyID(of: $0) == keyID })
+        else { return nil }
+        return Presented(cookie: cookie, hash: SHA256Hex.digest(String(parts[1])), keyID: keyID)
+    }
+
+    /// 16 hex digits of an HMAC of the token: which configured token a session belongs to.
+    func keyID(of token: String) -> String { String(mac("admin-token|" + token).prefix(16)) }
 
     /// The CSRF token forms of this session carry.
     func csrf(for cookie: String) -> String { mac("csrf|" + cookie) }
@@ -47,8 +72,6 @@ struct AdminSession: Sendable {
     }
 
     private func mac(_ text: String) -> String { SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)) }
-
-    static func fingerprint(_ token: String) -> String { String(SHA256Hex.digest(token).prefix(16)) }
 
     /// The session cookie among a request's `Cookie` headers.
     static func cookie(in header: String?) -> String? {

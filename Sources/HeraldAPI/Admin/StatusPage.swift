@@ -23,36 +23,45 @@ struct StatusPage: Sendable {
     /// How the caller proved it is an admin.
     enum Caller {
         case bearer
-        case session(cookie: String)
+        case session(AdminSession.Presented)
 
         var cookie: String? {
-            if case .session(let cookie) = self { cookie } else { nil }
+            if case .session(let presented) = self { presented.cookie } else { nil }
         }
     }
+
+    /// Every login is answered this long after it arrived, whatever the outcome: the time taken says
+    /// nothing of whether the token was right or the address over its limit.
+    static let loginAnswerTime = Duration.milliseconds(250)
 
     func register(on router: Router<HeraldRequestContext>) {
         // Hummingbird routes /admin and /admin/ alike.
         router.get("/admin/") { request, _ -> Response in
-            guard let caller = caller(of: request) else { return Self.html(Self.loginPage(problem: nil)) }
+            guard let caller = try await caller(of: request) else { return Self.html(Self.loginPage(problem: nil)) }
             return Self.html(await dashboard(request, caller: caller))
         }
-        router.post("/admin/login") { request, _ -> Response in
-            let form = try await Self.form(request)
-            guard let token = form["token"], let cookie = session.open(token: token, now: clock.now) else {
-                return Self.html(Self.loginPage(problem: "That is not an admin token (admin.tokens)."), status: .unauthorized)
+        router.post("/admin/login") { request, context -> Response in
+            let answerAt = ContinuousClock.now + Self.loginAnswerTime
+            do {
+                let response = try await login(request, context)
+                try? await Task.sleep(until: answerAt)
+                return response
+            } catch {
+                try? await Task.sleep(until: answerAt)
+                throw error
             }
-            var response = Self.redirect("/admin/")
-            response.headers[.setCookie] = "\(AdminSession.cookieName)=\(cookie); Path=/admin; HttpOnly; SameSite=Strict\(secureFlag)"
-            return response
         }
         router.post("/admin/logout") { request, _ -> Response in
-            _ = try await authorizedForm(request)
+            // Ends the session in the store: every copy of the cookie stops working, not just this browser's.
+            if case .session(let presented) = try await authorizedForm(request).1 {
+                _ = try await store.deleteAdminSession(hash: presented.hash)
+            }
             var response = Self.redirect("/admin/")
             response.headers[.setCookie] = "\(AdminSession.cookieName)=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0\(secureFlag)"
             return response
         }
         router.get("/admin/messages/:id") { request, context -> Response in
-            guard let caller = caller(of: request) else { return Self.redirect("/admin/") }
+            guard let caller = try await caller(of: request) else { return Self.redirect("/admin/") }
             guard let text = context.parameters.get("id"), let id = UUID(parsing: text), let message = try await store.message(id: id) else {
                 return Self.html(
                     Self.page("Message not found", "<p>No such message in the ledger.</p>", caller: caller, session: session), status: .notFound)
@@ -89,17 +98,50 @@ struct StatusPage: Sendable {
         }
     }
 
-    private var secureFlag: String { configuration.http.isLoopback ? "" : "; Secure" }
+    private var secureFlag: String { configuration.admin.cookieSecure ? "; Secure" : "" }
 
-    func caller(of request: Request) -> Caller? {
+    /// Limited per client address before the token is looked at, so the right token over the limit is
+    /// refused too (a guesser learns nothing from which answers are 429).
+    func login(_ request: Request, _ context: HeraldRequestContext) async throws -> Response {
+        let form = try await Self.form(request)
+        let client = ClientAddress.resolve(
+            peer: context.remoteAddress.flatMap(IPAddress.init), forwardedFor: request.headers.value(.xForwardedFor),
+            trustedProxies: configuration.http.trustedProxies)
+        if let client {
+            let checks = configuration.limits.adminLoginsPerIP.map {
+                LimitCheck(kind: .adminLogin, scope: "admin", subject: client.limitKey, policy: $0)
+            }
+            if let refusal = try await RateLimiter(store: store).admit(checks, now: clock.now) {
+                let seconds = max(1, Int(refusal.retryAfter.seconds.rounded(.up)))
+                var response = Self.html(
+                    Self.loginPage(
+                        problem: "Too many logins from this address (limits.adminLoginsPerIP); try again in \(Self.age(Double(seconds)))."),
+                    status: .tooManyRequests)
+                response.headers[.retryAfter] = String(seconds)
+                return response
+            }
+        }
+        guard let token = form["token"], let opened = session.open(token: token, now: clock.now) else {
+            return Self.html(Self.loginPage(problem: "That is not an admin token (admin.tokens)."), status: .unauthorized)
+        }
+        try await store.insertAdminSession(hash: opened.hash, keyID: opened.keyID, expiresAt: opened.expiresAt)
+        var response = Self.redirect("/admin/")
+        response.headers[.setCookie] = "\(AdminSession.cookieName)=\(opened.cookie); Path=/admin; HttpOnly; SameSite=Strict\(secureFlag)"
+        return response
+    }
+
+    /// A bearer admin token, or a session cookie whose session the store still holds for a token still
+    /// configured.
+    func caller(of request: Request) async throws -> Caller? {
         if AdminAuthorization(tokens: configuration.admin.tokens).isAdmin(authorization: request.headers[.authorization]) { return .bearer }
-        if let cookie = AdminSession.cookie(in: request.headers[.cookie]), session.isValid(cookie, now: clock.now) { return .session(cookie: cookie) }
-        return nil
+        guard let presented = session.presented(AdminSession.cookie(in: request.headers[.cookie])) else { return nil }
+        guard try await store.adminSession(hash: presented.hash, now: clock.now) == presented.keyID else { return nil }
+        return .session(presented)
     }
 
     /// A POST's form, once the caller is an admin and (with a session cookie) the CSRF token matches.
     func authorizedForm(_ request: Request) async throws -> ([String: String], Caller) {
-        guard let caller = caller(of: request) else {
+        guard let caller = try await caller(of: request) else {
             throw HeraldError(.unauthenticated, "Log in at /admin/ or send Authorization: Bearer <admin token>.")
         }
         let form = try await Self.form(request)

@@ -152,7 +152,8 @@ extension HeraldConfiguration {
         try logging.finish()
 
         let admin = try root.section("admin")
-        self.admin = Admin(tokens: try admin.stringList("tokens", default: []))
+        self.admin = Admin(
+            tokens: try admin.stringList("tokens", default: []), cookieSecure: try admin.bool("cookieSecure", default: devMode == false))
         if devMode == false {
             // firebase-admin's emulator mode always sends `owner`; anywhere else a token is a password.
             for (index, token) in self.admin.tokens.enumerated() where token == "owner" || token.count < 32 {
@@ -208,6 +209,7 @@ extension HeraldConfiguration {
             passwordChangesPerUser: try limits.rateList("passwordChangesPerUser", default: [RatePolicy(limit: 5, period: .seconds(3600))]),
             revocationsPerUser: try limits.rateList("revocationsPerUser", default: [RatePolicy(limit: 5, period: .seconds(3600))]),
             revocationsPerIP: try limits.rateList("revocationsPerIP", default: [RatePolicy(limit: 20, period: .seconds(3600))]),
+            adminLoginsPerIP: try limits.rateList("adminLoginsPerIP", default: [RatePolicy(limit: 10, period: .seconds(900))]),
             pumping: try Self.pumping(try limits.section("pumping")),
             leasing: try Self.leasing(try limits.section("leasing")))
         try limits.finish()

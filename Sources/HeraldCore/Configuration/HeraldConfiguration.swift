@@ -192,6 +192,9 @@ public struct HeraldConfiguration: Sendable {
         /// `projects/{p}/accounts` endpoints and `returnOobLink`. firebase-admin in emulator-host mode
         /// sends `owner`, which only devMode accepts; otherwise tokens must be 32 characters or more.
         public var tokens: [String]
+        /// Whether the status page's session cookie is `Secure` (sent over HTTPS only). Default: on
+        /// unless devMode, also on a loopback bind (the usual set-up behind a TLS proxy).
+        public var cookieSecure: Bool
     }
 
     /// `integrations`: systems other than herald-api that publish jobs to Herald's exchange.
@@ -419,6 +422,8 @@ public struct HeraldConfiguration: Sendable {
         /// to Apple under the project's key.
         public var revocationsPerUser: [RatePolicy]
         public var revocationsPerIP: [RatePolicy]
+        /// Status-page logins (`POST /admin/login`) per client address, right token or wrong.
+        public var adminLoginsPerIP: [RatePolicy]
         /// `limits.pumping`: per-prefix velocity blocks.
         public var pumping: PrefixVelocity.Settings
         /// `limits.leasing`: slices of busy shared limits held in each herald-api process.
@@ -428,8 +433,10 @@ public struct HeraldConfiguration: Sendable {
             perNumber: [RatePolicy], perIP: [RatePolicy], perProject: [RatePolicy], perCountry: [RatePolicy], perPrefix: [RatePolicy],
             prefixDigits: Int, checksPerNumber: [RatePolicy], pushesPerDevice: [RatePolicy] = [], perEmail: [RatePolicy] = [],
             lookupsPerIP: [RatePolicy] = [], passwordChangesPerUser: [RatePolicy] = [], revocationsPerUser: [RatePolicy] = [],
-            revocationsPerIP: [RatePolicy] = [], pumping: PrefixVelocity.Settings, leasing: LimitLeases.Settings = .off
+            revocationsPerIP: [RatePolicy] = [], adminLoginsPerIP: [RatePolicy] = [], pumping: PrefixVelocity.Settings,
+            leasing: LimitLeases.Settings = .off
         ) {
+            self.adminLoginsPerIP = adminLoginsPerIP
             self.revocationsPerUser = revocationsPerUser
             self.revocationsPerIP = revocationsPerIP
             self.leasing = leasing

@@ -28,12 +28,14 @@ public enum LimitKind: String, Sendable, CaseIterable {
     case revocation
     /// Apple token revocations from one client address.
     case revocationIP
+    /// Status-page logins from one client address.
+    case adminLogin
 
     /// Identity Toolkit answers per-user limits with TOO_MANY_ATTEMPTS_TRY_LATER and shared quotas
     /// with QUOTA_EXCEEDED; SDKs show them differently.
     public var refusal: HeraldError.Code {
         switch self {
-        case .number, .ip, .checks, .spacing, .device, .email, .lookup, .password, .revocation, .revocationIP: .tooManyAttempts
+        case .number, .ip, .checks, .spacing, .device, .email, .lookup, .password, .revocation, .revocationIP, .adminLogin: .tooManyAttempts
         case .project, .country, .prefix, .provider: .quotaExceeded
         }
     }
@@ -55,6 +57,7 @@ public enum LimitKind: String, Sendable, CaseIterable {
         case .password: "limits.passwordChangesPerUser"
         case .revocation: "limits.revocationsPerUser"
         case .revocationIP: "limits.revocationsPerIP"
+        case .adminLogin: "limits.adminLoginsPerIP"
         }
     }
 }

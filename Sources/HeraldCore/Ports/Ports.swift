@@ -384,7 +384,7 @@ public enum ReceiptResult: Sendable, Equatable {
 
 /// Everything the API and workers keep in the shared store.
 public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & MessageLedger & RateLimitStore
-    & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore & StoreHealth & TurnStore
+    & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore & StoreHealth & TurnStore & AdminSessionStore
 
 /// Named turns that one process at a time holds among all those sharing a store, for work that every
 /// process would otherwise repeat (`HousekeepingTurn`). A turn is held until an instant and renewed
@@ -426,6 +426,18 @@ public struct SnapshotHolder: Sendable, Equatable {
         self.state = state
         self.pid = pid
     }
+}
+
+/// The status page's login sessions, by the hash of their cookie's secret, where every API process sees
+/// them: ending one (logout) ends it for every copy of its cookie.
+public protocol AdminSessionStore: Sendable {
+    func insertAdminSession(hash: String, keyID: String, expiresAt: Date) async throws
+    /// The key id of the admin token that opened the session, while it exists and is unexpired at `now`.
+    func adminSession(hash: String, now: Date) async throws -> String?
+    /// Ends the session; false when there was none.
+    func deleteAdminSession(hash: String) async throws -> Bool
+    /// Forgets at most `limit` sessions that expired before `date`, in one statement; returns how many.
+    func purgeAdminSessions(expiredBefore date: Date, limit: Int) async throws -> Int
 }
 
 /// Identity-provider credentials already used (Apple identity tokens are single-use), kept by hash
