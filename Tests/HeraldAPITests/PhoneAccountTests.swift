@@ -71,6 +71,9 @@ struct PhoneAccountTests {
                 Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key, json: ["temporaryProof": proof, "phoneNumber": "+1 650-555-3434"])
             #expect(other.status == 200, "\(other.errorMessage ?? "")")
             #expect(other.string("localId") == holder.string("localId"), "the proof signs in to the account that holds the number")
+            let again = try await client.post(
+                Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key, json: ["temporaryProof": proof, "phoneNumber": Self.first])
+            #expect(again.errorMessage == "INVALID_TEMPORARY_PROOF", "a proof signs in once")
             for (proofText, number) in [("forged", Self.first), (proof, Self.second)] {
                 let bad = try await client.post(
                     Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key, json: ["temporaryProof": proofText, "phoneNumber": number])
@@ -78,6 +81,45 @@ struct PhoneAccountTests {
             }
             let noNumber = try await client.post(Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key, json: ["temporaryProof": proof])
             #expect(noNumber.errorMessage == "MISSING_PHONE_NUMBER")
+        }
+    }
+
+    @Test("a temporaryProof is bound to the account that held the number: refused once its sessions were revoked or the number moved")
+    func proofBinding() async throws {
+        let harness = try Self.harness()
+        try await harness.run { client, admin in
+            let holder = try await SecurityTests.phoneSignIn(client)
+            let holderID = try #require(holder.string("localId"))
+            let erin = try await SecurityTests.emailSignIn("erin@example.com", harness: harness, client: client, admin: admin)
+            let erinToken = try #require(erin.string("idToken"))
+            func proof() async throws -> String {
+                let refused = try await Self.verify(client, Self.first, operation: "LINK", idToken: erinToken)
+                return try #require(refused.string("temporaryProof"), "\(refused.errorMessage ?? "")")
+            }
+            func use(_ proof: String) async throws -> HeraldClient.Answer {
+                try await client.post(
+                    Paths.v1 + "signInWithPhoneNumber", apiKey: Self.key, json: ["temporaryProof": proof, "phoneNumber": Self.first])
+            }
+            func adminUpdate(_ fields: [String: any Sendable]) async throws {
+                var body = fields
+                body["localId"] = holderID
+                let updated = try await client.post(
+                    SecurityTests.adminBase + "/accounts:update", json: body, headers: TestConfiguration.adminHeader)
+                #expect(updated.status == 200, "\(updated.errorMessage ?? "")")
+            }
+            let beforeRevocation = try await proof()
+            // firebase-admin's revoke_refresh_tokens moves the holder's validSince.
+            try await adminUpdate(["validSince": String(Int(Date().timeIntervalSince1970) + 1)])
+            #expect(try await use(beforeRevocation).errorMessage == "INVALID_TEMPORARY_PROOF")
+            let afterRevocation = try await proof()
+            // The holder gives the number up, and a new account takes it.
+            try await adminUpdate(["deleteProvider": ["phone"]])
+            let newcomer = try await SecurityTests.phoneSignIn(client)
+            #expect(newcomer.string("localId") != holderID && newcomer.json["isNewUser"] as? Bool == true)
+            #expect(try await use(afterRevocation).errorMessage == "INVALID_TEMPORARY_PROOF", "the number moved to another account")
+            // A proof issued now is bound to the new holder and signs in to it.
+            let signedIn = try await use(try await proof())
+            #expect(signedIn.string("localId") == newcomer.string("localId"), "\(signedIn.errorMessage ?? "")")
         }
     }
 

@@ -6,7 +6,7 @@ import Metrics
 /// The server side of Firebase phone sign-in: `sendVerificationCode` creates a session and queues the
 /// SMS; `signInWithPhoneNumber` spends the session for a signed-in user.
 struct PhoneSignIn: Sendable {
-    let store: any VerificationStore & AccountStore & DeliveryLedger & RateLimitStore & SendAdmissionStore
+    let store: any VerificationStore & AccountStore & DeliveryLedger & RateLimitStore & SendAdmissionStore & CredentialReplayStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let tokens: TokenIssuer
@@ -202,9 +202,11 @@ struct PhoneSignIn: Sendable {
         if let proof = body.string("temporaryProof") {
             guard let claimed = body.string("phoneNumber") else { throw HeraldError(.missingPhoneNumber) }
             guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
-            (phoneNumber, proven) = try openProof(proof, phoneNumber: claimed, projectID: project.id)
+            let opened = try openProof(proof, phoneNumber: claimed, projectID: project.id)
             // The proof came from a refused link: replaying it into a link is refused the same way.
             if body.string("idToken") != nil { throw HeraldError(.phoneNumberExists) }
+            try await spend(proof, opened, project: project)
+            (phoneNumber, proven) = (opened.phoneNumber, opened.proven)
         } else {
             guard let sessionInfo = body.string("sessionInfo") else { throw HeraldError(.missingSessionInfo) }
             guard let code = body.string("code") else { throw HeraldError(.missingCode) }
@@ -254,14 +256,14 @@ struct PhoneSignIn: Sendable {
         project: HeraldConfiguration.Project
     ) async throws -> SignedIn {
         var user = caller.user
-        func refused() -> SignedIn {
+        func refused(_ holder: UserAccount) -> SignedIn {
             logger.info("phone link refused: another account holds the number", metadata: ["project": .string(project.id)])
             return SignedIn(
-                phoneNumber: phoneNumber, temporaryProof: proof(for: phoneNumber, proven: proven, projectID: project.id),
+                phoneNumber: phoneNumber, temporaryProof: proof(for: phoneNumber, proven: proven, holder: holder, projectID: project.id),
                 temporaryProofExpiresIn: String(Int(Self.temporaryProofTTL)))
         }
         if let holder = try await store.user(projectID: project.id, phoneNumber: phoneNumber), holder.localID != user.localID {
-            return refused()
+            return refused(holder)
         }
         let replaces = user.phoneNumber != nil && user.phoneNumber != phoneNumber
         if replaces {
@@ -274,7 +276,9 @@ struct PhoneSignIn: Sendable {
         do {
             try await store.updateUser(user)
         } catch AccountConflict.phoneNumberExists {
-            return refused()
+            // Another account took the number meanwhile: the proof is bound to that one.
+            guard let holder = try await store.user(projectID: project.id, phoneNumber: phoneNumber) else { throw HeraldError(.phoneNumberExists) }
+            return refused(holder)
         }
         logger.info(
             replaces ? "phone number changed" : "phone number linked", metadata: ["project": .string(project.id), "user": .string(user.localID)])
@@ -286,30 +290,48 @@ struct PhoneSignIn: Sendable {
     }
 
     /// What a temporary proof carries: the verified number, whether a real SMS verified it, its project,
-    /// its expiry.
+    /// its expiry, and the account that held the number when it was issued (with that account's
+    /// `validSince`, so revoking the holder's sessions also voids the proof).
     struct Proof: Codable {
         var projectId: String
         var phoneNumber: String
         var proven: Bool
         var expiresAt: Double
+        var holder: String
+        var holderValidSince: Int64?
     }
 
-    func proof(for phoneNumber: String, proven: Bool, projectID: String) -> String {
+    /// Sealed (AES-GCM under the sealing key), so the proof cannot be forged or read; nothing is stored
+    /// until it is used.
+    func proof(for phoneNumber: String, proven: Bool, holder: UserAccount, projectID: String) -> String {
         let proof = Proof(
             projectId: projectID, phoneNumber: phoneNumber, proven: proven,
-            expiresAt: clock.now.addingTimeInterval(Self.temporaryProofTTL).timeIntervalSince1970)
+            expiresAt: clock.now.addingTimeInterval(Self.temporaryProofTTL).timeIntervalSince1970, holder: holder.localID,
+            holderValidSince: holder.validSince?.millisecondsSince1970)
         // Plain fields: encoding cannot fail.
         return sealer.seal(String(decoding: try! JSONEncoder().encode(proof), as: UTF8.self), context: "phone-proof")
     }
 
-    /// The number a proof verified (and whether a real SMS did), when it is `phoneNumber` (in any
-    /// format), of this project, unexpired.
-    func openProof(_ proof: String, phoneNumber: String, projectID: String) throws(HeraldError) -> (phoneNumber: String, proven: Bool) {
+    /// The proof, when it verified `phoneNumber` (in any format), for this project, and is unexpired.
+    func openProof(_ proof: String, phoneNumber: String, projectID: String) throws(HeraldError) -> Proof {
         guard let json = try? sealer.open(proof, context: "phone-proof"),
             let opened = try? JSONDecoder().decode(Proof.self, from: Data(json.utf8)), opened.projectId == projectID,
             Date(timeIntervalSince1970: opened.expiresAt) > clock.now, (try? Self.parsePhone(phoneNumber))?.e164 == opened.phoneNumber
         else { throw HeraldError(.invalidTemporaryProof) }
-        return (opened.phoneNumber, opened.proven)
+        return opened
+    }
+
+    /// Uses the proof up, once the account it was issued for still holds the number with the same
+    /// `validSince`. Its hash goes into the store's spent credentials (until the proof's expiry), where
+    /// every herald-api sees it: a second use, here or elsewhere, is INVALID_TEMPORARY_PROOF.
+    func spend(_ proof: String, _ opened: Proof, project: HeraldConfiguration.Project) async throws {
+        guard let holder = try await store.user(projectID: project.id, phoneNumber: opened.phoneNumber), holder.localID == opened.holder,
+            holder.validSince?.millisecondsSince1970 == opened.holderValidSince
+        else { throw HeraldError(.invalidTemporaryProof) }
+        let hash = SHA256Hex.digest("phone-proof|" + proof)
+        guard try await store.spendCredential(hash: hash, projectID: project.id, expiresAt: Date(timeIntervalSince1970: opened.expiresAt)) else {
+            throw HeraldError(.invalidTemporaryProof)
+        }
     }
 
     /// Spends one check attempt of the session and, with the right code, consumes it. A session made for
