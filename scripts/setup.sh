@@ -41,18 +41,18 @@ fi
 
 # The test suite's real SMTP server (aiosmtpd), the firebase-admin SDK it checks compatibility with, pika
 # (the README's producer example), jsonschema with PyYAML (jobs checked against deploy/asyncapi.yaml) and
-# selenium (drives Debian's chromedriver for the status page test) and schemathesis (deploy/openapi.yaml),
-# from PyPI into a project-local virtualenv (.herald/venv), so nothing is installed system-wide.
+# selenium (drives Debian's chromedriver for the status page test), schemathesis (deploy/openapi.yaml) and
+# phonenumbers (libphonenumber's metadata, which number parsing is checked against), from PyPI into a project-local virtualenv (.herald/venv), so nothing is installed system-wide.
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   VENV=.herald/venv
-  if ! "$VENV/bin/python" -c 'import aiosmtpd, firebase_admin, pika, jsonschema, yaml, selenium, schemathesis' 2> /dev/null; then
+  if ! "$VENV/bin/python" -c 'import aiosmtpd, firebase_admin, pika, jsonschema, yaml, selenium, schemathesis, phonenumbers' 2> /dev/null; then
     if ! python3 -m venv --help > /dev/null 2>&1; then
       SUDO=""
       if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
       $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv > /dev/null
     fi
-    echo "setup: installing aiosmtpd, firebase-admin, pika, jsonschema, PyYAML, selenium and schemathesis into $VENV"
+    echo "setup: installing aiosmtpd, firebase-admin, pika, jsonschema, PyYAML, selenium, schemathesis and phonenumbers into $VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check aiosmtpd firebase-admin pika jsonschema pyyaml selenium schemathesis
+    "$VENV/bin/pip" install -q --disable-pip-version-check aiosmtpd firebase-admin pika jsonschema pyyaml selenium schemathesis phonenumbers
   fi
 fi

@@ -83,4 +83,25 @@ struct PhoneNumberTests {
         #expect(try PhoneNumber(parsing: "+15555550100").masked == "+*******0100")
         #expect(try PhoneNumber(parsing: "+447911123456").prefix(digits: 5) == "+44791")
     }
+
+    @Test(
+        "trunk prefixes: removed where the plan has one, kept where it is part of the number",
+        arguments: [
+            ("+49 0151 23456789", "+4915123456789"), ("+44 07400 123456", "+447400123456"), ("+33 06 12 34 56 78", "+33612345678"),
+            ("+7 8 916 123-45-67", "+79161234567"), ("+36 06 20 123 4567", "+36201234567"), ("+1 1 650 555 0100", "+16505550100"),
+            ("+39 06 1234 5678", "+390612345678"), ("+39 333 123 4567", "+393331234567"), ("+7 800 123-45-67", "+78001234567"),
+            ("+4915123456789", "+4915123456789"),
+        ])
+    func trunkPrefixes(_ typed: String, _ e164: String) throws {
+        #expect(try PhoneNumber(parsing: typed).e164 == e164)
+    }
+
+    @Test(
+        "a number still starting with a trunk prefix no number of its plan starts with is refused",
+        arguments: [
+            "+49 00151 2345678", "+44 0 0740 012345", "+355 08001234",
+        ])
+    func leftoverTrunkPrefix(_ typed: String) {
+        #expect(throws: PhoneNumber.ParseError.invalidFormat) { try PhoneNumber(parsing: typed) }
+    }
 }

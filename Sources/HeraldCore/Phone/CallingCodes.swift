@@ -21,6 +21,44 @@ enum CallingCodes {
         return table
     }()
 
+    /// A national trunk prefix: what a caller dials inside the country before the national number, and
+    /// which people also type after the calling code ("+49 0151…").
+    struct TrunkPrefix: Equatable {
+        let digits: String
+        /// Some national numbers of the plan also start with these digits (Russia's 8-800): the prefix is
+        /// then removed only from a number too long to be one with it.
+        let beginsNumbers: Bool
+    }
+
+    /// Trunk prefixes by calling code, longest first: the plain-digit forms of libphonenumber's
+    /// `national_prefix_for_parsing` (where that also selects a carrier, as in Brazil or Colombia, the
+    /// prefix alone). A code not listed has none: Italy's leading 0 is part of the number.
+    static let trunkPrefixes: [String: [TrunkPrefix]] = {
+        var table: [String: [TrunkPrefix]] = [:]
+        for line in trunkRaw.split(separator: "\n") {
+            let halves = line.split(separator: "|")
+            let prefixes = halves[0].split(separator: " ").map {
+                TrunkPrefix(digits: String($0.filter(\.isNumber)), beginsNumbers: $0.hasSuffix("*"))
+            }
+            for code in halves[1].split(separator: " ") { table[String(code)] = prefixes }
+        }
+        return table
+    }()
+
+    static let longestTrunkPrefix = trunkPrefixes.values.joined().map(\.digits.utf8.count).max() ?? 0
+
+    /// `prefixes | calling codes`; `*` marks a prefix some national numbers also start with.
+    private static let trunkRaw = """
+        1 | 1 692
+        8* | 7 993
+        06 | 36
+        0 8* | 370
+        80* 8 0 | 375
+        0 | 20 27 31 32 33 40 41 43 44 46 49 51 53 54 55 57 58 60 61 62 63 64 66 81 82 84 86 90 91 92 93 94 95 98 211 212 213 218 231 \
+        232 233 234 243 249 250 251 252 254 255 256 260 261 262 263 264 265 291 353 355 358 359 373 374 377 380 381 382 383 385 386 387 389 \
+        421 423 508 590 591 593 594 595 596 598 686 850 855 856 880 886 961 962 963 964 966 967 970 971 972 976 977 994 995 996
+        """
+
     /// `code regions lengths`, one per line; the first region is the default for the code.
     private static let raw = """
         1 US,CA,AG,AI,AS,BB,BM,BS,DM,DO,GD,GU,JM,KN,KY,LC,MP,MS,PR,SX,TC,TT,VC,VG,VI 10
@@ -97,10 +135,11 @@ enum CallingCodes {
         240 GQ 9
         241 GA 7-8
         242 CG 9
-        243 CD 9
+        243 CD 7-9
         244 AO 9
         245 GW 7-9
         246 IO 7
+        247 AC 5
         248 SC 7
         249 SD 9
         250 RW 9
@@ -203,7 +242,7 @@ enum CallingCodes {
         853 MO 8
         855 KH 8-9
         856 LA 8-10
-        880 BD 10
+        880 BD 6-10
         886 TW 8-9
         960 MV 7
         961 LB 7-8
@@ -214,7 +253,7 @@ enum CallingCodes {
         966 SA 9
         967 YE 7-9
         968 OM 8
-        970 PS 9
+        970 PS 8-9
         971 AE 8-9
         972 IL 8-9
         973 BH 8

@@ -49,17 +49,35 @@ public struct PhoneNumber: Sendable, Hashable, CustomStringConvertible {
         guard sawPlus, firstVisible == "+", let first = ascii.first else { throw .invalidFormat }
         // From here on by bytes: every one is an ASCII digit, so a byte count is a digit count.
         guard first != UInt8(ascii: "0") else { throw .invalidFormat }
-        guard ascii.count <= 15 else { throw .tooLong }
+        // E.164's 15 digits, and room for a trunk prefix typed after the calling code (removed below).
+        guard ascii.count <= 15 + CallingCodes.longestTrunkPrefix else { throw .tooLong }
         guard let entry = (1...min(3, ascii.count)).lazy.compactMap({ CallingCodes.table[String(decoding: ascii[..<$0], as: UTF8.self)] }).first,
             ascii.count > entry.code.utf8.count
         else {
             throw ascii.count < 4 ? .tooShort : .invalidFormat
         }
-        let nationalDigits = ascii[entry.code.utf8.count...]
+        var nationalDigits = ascii[entry.code.utf8.count...]
+        // "+49 0151…": the 0 is what a caller dials inside Germany, not part of the number. As in
+        // libphonenumber, a trunk prefix goes only when what remains is still a number of the plan's
+        // length (and does not start with 0), so a number that merely starts with the prefix's digits
+        // (Russia's 8-800) stays whole. A number still starting with a prefix that no number of its plan
+        // starts with is none of the plan's numbers, and is refused rather than stored as a wrong one.
+        if let prefixes = CallingCodes.trunkPrefixes[entry.code] {
+            for prefix in prefixes where nationalDigits.starts(with: prefix.digits.utf8) {
+                let rest = nationalDigits.dropFirst(prefix.digits.utf8.count)
+                guard entry.lengths.contains(rest.count), rest.first != UInt8(ascii: "0"),
+                    prefix.beginsNumbers == false || entry.lengths.contains(nationalDigits.count) == false
+                else { continue }
+                nationalDigits = rest
+                break
+            }
+            let stillPrefixed = prefixes.filter { nationalDigits.starts(with: $0.digits.utf8) }
+            if stillPrefixed.isEmpty == false, stillPrefixed.allSatisfy({ $0.beginsNumbers == false }) { throw .invalidFormat }
+        }
         if nationalDigits.count < entry.lengths.lowerBound { throw .tooShort }
-        if nationalDigits.count > entry.lengths.upperBound { throw .tooLong }
+        if nationalDigits.count > entry.lengths.upperBound || entry.code.utf8.count + nationalDigits.count > 15 { throw .tooLong }
         let national = String(decoding: nationalDigits, as: UTF8.self)
-        self.e164 = String(decoding: CollectionOfOne(UInt8(ascii: "+")) + ascii, as: UTF8.self)
+        self.e164 = "+" + entry.code + national
         self.callingCode = entry.code
         self.nationalNumber = national
         self.region = Self.region(for: entry, national: national)
