@@ -1,7 +1,17 @@
-# Herald: two commands do everything on a fresh Debian machine.
-#   make run    install what is missing, start RabbitMQ, build, run herald-api and herald-sms-worker
-#   make test   the same set-up, then the whole test suite (formatting and declared imports checked first)
-.PHONY: run test stop build bench bench-pair setup lint
+# Herald: two commands do everything on a fresh Debian machine (`make help` lists every target).
+#   make run    install what is missing, start RabbitMQ, build, run herald-api and the four workers
+#   make test   the same set-up, then lint and the whole test suite
+.PHONY: help run test stop build bench bench-pair setup lint
+
+help:
+	@echo "make run         install what is missing, start RabbitMQ, build, run herald-api and every worker"
+	@echo "make test        the same set-up plus the suite's services, then lint and the whole suite"
+	@echo "make lint        swift format, and every relative link and anchor in README.md and docs/"
+	@echo "make build       set-up and a debug build"
+	@echo "make bench       release build, then the performance table (ARGS=\"--suite …\" for one suite)"
+	@echo "make bench-pair  this tree against BASE=<commit>, loaded at the same time (RUNS=, SUITES=)"
+	@echo "make setup       install what the suite needs, start nothing"
+	@echo "make stop        stop the broker and PostgreSQL the scripts started"
 
 run:
 	@scripts/setup.sh
@@ -29,4 +39,4 @@ setup:
 	@scripts/setup.sh --test
 
 lint:
-	swift format lint --strict --recursive --parallel Sources Tests Package.swift
+	@scripts/lint.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench-pair BASE=<commit>`: this tree's herald-api and herald-sms-worker against another
-# commit's, loaded at the same time so both share the hour's neighbours (see the README's Performance
+# commit's, loaded at the same time so both share the hour's neighbours (see docs/performance.md
 # section). The other commit is built once, in release mode, in a git worktree at
 # .herald/baseline/<commit>/src (about 15 minutes from scratch); its herald-api and herald-sms-worker
 # are kept in .herald/baseline/<commit>/bin for later runs and the checkout is removed. Then the pair

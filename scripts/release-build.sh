@@ -4,7 +4,7 @@
 # is specialised and inlined into Herald's callers instead of running through witness tables and
 # runtime metadata lookups. The flag has to reach the dependencies' own compilation (their bodies are
 # what gets serialised for callers), which only the command line can do: a package's swiftSettings
-# apply to its own targets. Measured with the pair suites in one noisy hour (README, Performance):
+# apply to its own targets. Measured with the pair suites in one noisy hour (docs/performance.md):
 # herald-api's CPU per send 0.947 [0.896–0.973] on SQLite and 0.980 [0.956–0.983] on PostgreSQL,
 # herald-sms-worker's per job 0.975 [0.950–1.018] with 1 MiB more peak RSS; a build from scratch took
 # 16 minutes instead of about 11. The same flag on Herald's own modules only had measured 0.992.

@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh --test
-# Formatting first (seconds): .swift-format pins the house style, the toolchain's swift-format checks it.
-swift format lint --strict --recursive --parallel Sources Tests Package.swift
+# Formatting and the docs' links first (seconds).
+scripts/lint.sh
 scripts/broker.sh start
 # A project-local PostgreSQL for the store conformance suite and the end-to-end runs on PostgreSQL.
 scripts/postgres.sh start
@@ -18,9 +18,9 @@ export HERALDTEST_BIN_DIR="$(swift build --show-bin-path)"
 # The SMTP server and firebase-admin tests run Python from the project venv.
 export HERALDTEST_PYTHON="$PWD/.herald/venv/bin/python"
 # At most eight tests at once (Swift Testing's default is all of them): started together, ~70 suites
-# each declaring ~45 quorum queues and spawning their processes starved a 2-core CI machine so badly
-# that the broker's queue.declare took over 10 s (CI, 2026-11-26). Eight keeps the run as short
-# (225 s here, as with no limit) because most tests wait on processes, not the CPU.
+# each declaring ~45 quorum queues and spawning their processes starve a 2-core machine so badly that
+# the broker's queue.declare takes over 10 s. Eight keeps the run as short as no limit, because most
+# tests wait on processes, not the CPU.
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
 # Each run's whole output is kept in .herald/logs/; on failure the failed tests and their issues are
 # printed again at the end, so a CI log cut to its last lines still says what failed and where.

@@ -247,7 +247,7 @@ public enum Migrations {
     /// Docker image and of most managed services) compares them through `strcoll` at every step down
     /// every index: in `pgbench`, a batch of 16 admissions took 3.7 ms on a `C` database and 5.5 ms on
     /// `en_US.UTF-8`, claims and outcomes about 1.2 times as long. A collation change rewrites no table,
-    /// but rebuilds the indexes on those columns under an exclusive lock (the README's upgrade note
+    /// but rebuilds the indexes on those columns under an exclusive lock (docs/several-machines.md, on upgrading,
     /// gives the time it took for a million ledger rows).
     static let postgresTextCollation = """
         DO $$

@@ -370,7 +370,7 @@ extension HeraldAdminCommand {
                     if let holder = try await store.oldestSnapshot() {
                         // Minutes of it slow every admission: the rows every send updates keep their old versions.
                         let warning =
-                            holder.seconds >= 300 ? "\t(long: admissions slow down while it lasts; see README, Running on several machines)" : ""
+                            holder.seconds >= 300 ? "\t(long: admissions slow down while it lasts; see docs/several-machines.md)" : ""
                         let seconds = String(format: "%.0f", holder.seconds)
                         print("snapshot\toldest held \(seconds) s by pid \(holder.pid) (\(holder.application), \(holder.state))\(warning)")
                     } else {

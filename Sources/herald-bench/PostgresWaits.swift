@@ -13,7 +13,7 @@ import HeraldTesting
 /// Each sample is a statement of its own, and so a transaction of its own. A single DO block looping
 /// for the run held one snapshot throughout, which kept PostgreSQL from pruning the dead versions of
 /// those hot rows: every update then walked a growing chain, and one herald-api fell from 1,840
-/// sends/s to 740, PostgreSQL's CPU at 94 % (README, "Running on several machines").
+/// sends/s to 740, PostgreSQL's CPU at 94 % (docs/several-machines.md).
 struct PostgresWaits {
     /// Connections in each state, averaged over the samples.
     var executing: Double

@@ -41,7 +41,7 @@ extension HeraldBenchCommand {
             // A push APNs saw more than once: libcurl re-sends a connection's unanswered streams when
             // that connection fails, even if the server had already taken them. Here the fake's SwiftNIO
             // closes each connection after 200 client resets in 30 s, and Debian 12's libcurl resets every
-            // stream it finished (README, "Known limit" under App verification).
+            // stream it finished (docs/sign-in.md, "Known limit" under app verification).
             let arrived = apns.received.dropFirst(seenBefore)
             let twice = arrived.count - Set(arrived.compactMap { $0.headers["apns-id"] }).count
             seenBefore = apns.received.count

@@ -180,7 +180,7 @@ struct PlaceholderRewriteTests {
     }
 }
 
-/// `scripts/pg-batch-bench.sh`, the routine-level benchmark the README points to: it must keep calling
+/// `scripts/pg-batch-bench.sh`, the routine-level benchmark docs/performance.md points to: it must keep calling
 /// the routine the migration installs with operations it accepts, or its figures would stop meaning
 /// anything without anyone noticing.
 @Suite("The PostgreSQL routine benchmark script", .timeLimit(.minutes(1)))

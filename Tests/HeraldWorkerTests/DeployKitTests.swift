@@ -11,7 +11,7 @@ import Yams
 /// deploy/ is tested as far as this machine can: systemd units verified by systemd, configurations
 /// loaded by Herald's own loader, the RabbitMQ definitions imported into a real broker, the PostgreSQL
 /// script run against a real server, every YAML and JSON file parsed and the Kubernetes objects checked
-/// for their required fields. No Docker engine or Kubernetes cluster runs here (see README).
+/// for their required fields. No Docker engine or Kubernetes cluster runs here (see docs/several-machines.md).
 @Suite("deploy/: systemd units, example configurations, RabbitMQ definitions, PostgreSQL script, Kubernetes and Compose files")
 struct DeployKitTests {
     static let deploy = TestConfiguration.repositoryRoot.appendingPathComponent("deploy").path

@@ -6,7 +6,7 @@ import HeraldStore
 import HeraldTesting
 import Testing
 
-/// The job contract for other producers, end to end: the README's pika script publishes an SMS job that
+/// The job contract for other producers, end to end: docs/integrating.md's pika script publishes an SMS job that
 /// a real worker sends and the message status API shows; an unsigned copy is dead-lettered; and what
 /// herald-api and that script publish validates against deploy/asyncapi.yaml.
 @Suite("Foreign producers and the job contract")
@@ -15,19 +15,19 @@ struct ForeignProducerTests {
     static let script = TestConfiguration.repositoryRoot.appendingPathComponent("deploy/examples/produce_sms.py").path
 
     @Test(
-        "the README's pika producer: its SMS is sent and shown with its producer; an unsigned copy is dead-lettered; every job matches the AsyncAPI schemas"
+        "docs/integrating.md's pika producer: its SMS is sent and shown with its producer; an unsigned copy is dead-lettered; every job matches the AsyncAPI schemas"
     )
     func pikaProducer() async throws {
         try await StackHarness.run(configure: {
             $0.integrations =
                 #"{producers: [{id: crm, key: "\#(Self.key.base64EncodedString())", projects: [\#(TestConfiguration.projectID)], types: [sms]}]}"#
         }) { stack in
-            // The README shows exactly this script.
-            let readme = try String(contentsOf: TestConfiguration.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+            // The integration guide shows exactly this script.
+            let readme = try String(contentsOf: TestConfiguration.repositoryRoot.appendingPathComponent("docs/integrating.md"), encoding: .utf8)
             let source = try String(contentsOfFile: Self.script, encoding: .utf8)
             #expect(
                 readme.contains(source.trimmingCharacters(in: .whitespacesAndNewlines)),
-                "README's 'Integrating with your queues' shows deploy/examples/produce_sms.py")
+                "docs/integrating.md shows deploy/examples/produce_sms.py")
 
             // A queue of our own sees every job published to the exchange, for the schema check.
             let capture = stack.settings.exchange + ".capture"

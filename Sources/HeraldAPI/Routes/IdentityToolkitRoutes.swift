@@ -49,7 +49,7 @@ struct IdentityToolkitRoutes: Sendable {
     ]
 
     /// Identity Toolkit operations Herald does not serve: 501 NOT_IMPLEMENTED naming the operation, so a
-    /// client sees what is missing (never 404 for an operation that exists). The README lists them.
+    /// client sees what is missing (never 404 for an operation that exists). docs/firebase.md lists them.
     static let unservedOperations: Set<String> = [
         "accounts:signUp", "accounts:signInWithPassword", "accounts:signInWithCustomToken", "accounts:signInWithGameCenter",
         "accounts:resetPassword", "accounts:issueSamlResponse", "accounts:batchGet", "accounts:batchCreate", "getPublicKeys", "setProjectConfig",
