@@ -6,7 +6,7 @@
 help:
 	@echo "make run         install what is missing, start RabbitMQ, build, run herald-api and every worker"
 	@echo "make test        the same set-up plus the suite's services, then lint and the whole suite"
-	@echo "make lint        swift format, and every relative link and anchor in README.md and docs/"
+	@echo "make lint        swift format, the docs' links and anchors, and no history told in the tree"
 	@echo "make build       set-up and a debug build"
 	@echo "make bench       release build, then the performance table (ARGS=\"--suite …\" for one suite)"
 	@echo "make bench-pair  this tree against BASE=<commit>, loaded at the same time (RUNS=, SUITES=)"

@@ -198,8 +198,8 @@ public final class CurlClient: Sendable {
 
 /// Easy handles between transfers, reset and kept for the next (loop thread only). A handle made and
 /// cleaned up per transfer cost the allocation of its state and its 16 KiB receive buffer each time;
-/// `curl_easy_reset` keeps both and clears every option (a draining SMS worker's CPU per job: 0.986
-/// [0.967–1.002] of before, `--suite worker-pair`).
+/// `curl_easy_reset` keeps both and clears every option (about 1.5 % of a draining SMS worker's CPU
+/// per job).
 final class EasyHandles {
     private var idle: [UnsafeMutableRawPointer] = []
     private let keeping: Int

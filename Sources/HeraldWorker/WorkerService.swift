@@ -568,9 +568,9 @@ extension JobLifecycle.Note.Level {
     }
 }
 
-/// `herald_worker_in_flight{type}`: jobs started and not yet finished, counted by the jobs themselves.
-/// (It used to record the task group's unreaped children, which only shrink when the group is full,
-/// so an idle worker went on reporting 49–64 jobs in flight.)
+/// `herald_worker_in_flight{type}`: jobs started and not yet finished, counted by the jobs themselves,
+/// not read from the task group, whose unreaped children only shrink when the group is full (an idle
+/// worker would go on reporting dozens of jobs in flight).
 /// Recorded under the lock: two jobs finishing at once must not leave the older value last.
 final class InFlightGauge: Sendable {
     private let count = Mutex(0)

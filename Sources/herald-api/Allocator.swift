@@ -5,9 +5,8 @@ import CJemalloc
 /// A send allocates and frees a few hundred small blocks across the event loops, the cooperative
 /// pool, the SQLite writer and the AMQP thread; blocks freed on another thread than the one that
 /// allocated them miss glibc's per-thread cache and take its arena lock (`_int_free`,
-/// `malloc_consolidate`: about 9 % of herald-api's profile under c64). Linked, jemalloc's thread
-/// caches and arenas measured 0.951 of herald-api's CPU per send (paired runs), with peak memory 64
-/// against 60 MiB. The workers keep glibc: theirs is 52–54 MiB against a 60 MiB target, and jemalloc
+/// `malloc_consolidate`: about 9 % of herald-api's profile under c64). jemalloc's thread caches and
+/// arenas save about 5 % of herald-api's CPU per send, for about 4 MiB more peak memory. The workers keep glibc: theirs is 52–54 MiB against a 60 MiB target, and jemalloc
 /// took one to 59 MiB in a 50,000-job drain. `MALLOC_CONF` tunes it at start (jemalloc's own variable).
 enum Allocator {
     /// What the start-up line reports, so an operator can see which allocator serves the process.

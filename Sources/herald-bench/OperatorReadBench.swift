@@ -86,13 +86,13 @@ extension HeraldBenchCommand {
 
     /// A minute's expired sessions at `purgeRows / 60` sends a second, purged while sessions are written
     /// at 500/s, each on its own (open loop, every 2 ms): their answer times during the pass, with
-    /// housekeeping's paced statements and with 500-row statements back to back (the purge until
-    /// 2026-11-28), against the same writes with no purge. Three rounds of each, alternating.
+    /// housekeeping's paced statements and with 500-row statements back to back (an unpaced purge),
+    /// against the same writes with no purge. Three rounds of each, alternating.
     func purgePasses(_ store: SQLStore, kind: TestStore, now: Date) async throws {
         let rows = max(1, purgeRows)
         let cutoff = now.addingTimeInterval(-86_400)
         let paced = PurgePacing(chunk: Self.sessionChunk, budget: .seconds(600))
-        // A pass without pauses: the statements back to back, as the purge ran until 2026-11-28.
+        // A pass without pauses: the statements back to back, for comparison.
         let backToBack = PurgePacing(chunk: 500, budget: .seconds(600))
         let ways: [(String, @Sendable () async throws -> Int)] = [
             (
@@ -187,8 +187,8 @@ extension HeraldBenchCommand {
     /// What housekeeping's walk of the limit keys costs when none has passed: `purgeRows` numbers' live
     /// keys under the default per-number policies (two each), looked through in housekeeping's
     /// statements (`PurgePacing.rateKeys`): the CPU per key with nothing beside, then whole walks with
-    /// sessions written at 500/s beside, paced as housekeeping paces them and back to back as every
-    /// pass walked them until 2026-11-28. Every sweep reads every live key (`RateKeySweep`).
+    /// sessions written at 500/s beside, paced as housekeeping paces them and back to back for
+    /// comparison. Every sweep reads every live key (`RateKeySweep`).
     func rateKeyWalk(_ store: SQLStore, kind: TestStore, now: Date) async throws {
         let numbers = max(1, purgeRows)
         let policies = ["5/1h", "10/1d"].compactMap(RatePolicy.parse)

@@ -71,7 +71,7 @@ extension HeraldBenchCommand {
         }
     }
 
-    /// `median 0.957 [0.940–0.982] over 5 <what>`.
+    /// `median <ratio> [<lowest>–<highest>] over <n> <what>`.
     static func summary(_ ratios: [Double], of what: String) -> String {
         let sorted = ratios.sorted()
         return String(format: "median %.3f [%.3f–%.3f] over %d ", sorted[sorted.count / 2], sorted.first!, sorted.last!, sorted.count) + what

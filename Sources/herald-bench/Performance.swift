@@ -218,7 +218,7 @@ extension HeraldBenchCommand {
     /// sends arrive, as the table's c64 run does. The difference to that run is the machine's share,
     /// not Herald's code. (A worker frozen by SIGSTOP instead can be frozen holding SQLite's write lock,
     /// its outcomes' commit busy about two thirds of a drain, and every send then waits out the 10 s
-    /// busy timeout: the likely reason one such run of the thirtieth session answered none in 5 s.)
+    /// busy timeout, so a run can answer nothing at all.)
     func sendWithoutWorker(_ stack: BenchStack) async throws -> (accepted: Int, apiCPU: Double?) {
         let pids = stack.apis.map(\.pid)
         let stopped = stack.workers.withLock { workers in
@@ -465,7 +465,7 @@ final class Table: Sendable {
         }
         func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0) }
         let used = columns.filter { column in rows.contains { values[$0]?[column] != nil } }
-        Swift.print("\nfigures: median [range] of the runs; targets from issue 13")
+        Swift.print("\nfigures: median [range] of the runs; targets the design aims at")
         Swift.print(pad("", 58) + pad("target", 36) + used.map { pad($0, 24) }.joined())
         for row in rows {
             Swift.print(pad(row, 58) + pad(targets[row] ?? "", 36) + used.map { pad(cell(values[row]?[$0] ?? []), 24) }.joined())

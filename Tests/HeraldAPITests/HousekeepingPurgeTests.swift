@@ -55,7 +55,7 @@ struct HousekeepingPurgeTests {
     @Test("a pass is not capped at a number of statements: a ledger fed faster than one pass a minute deleted is caught up")
     func manyChunksInOnePass() async throws {
         let now = Date()
-        // 61 chunks of 10 and a part: more statements than the 50 a pass used to be allowed.
+        // 61 chunks of 10 and a part: a pass is bounded by time, not by a number of statements.
         let (store, directory) = try await sqliteLedger(old: 615, now: now)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var maintenance = housekeeping(store)
@@ -165,7 +165,7 @@ struct HousekeepingPurgeTests {
             for name in names + ["f"] { count += try await keyCount(name, in: store) }
             left.append(count)
         }
-        // 5 → 3 → 1 → 0; the fourth pass, within ten minutes of the sweep's start, walks nothing.
+        // 5, then 3, 1 and 0 left; the fourth pass, within ten minutes of the sweep's start, walks nothing.
         #expect(left == [3, 1, 0, 1])
         #expect(sweep.cursor == nil)
     }

@@ -8,8 +8,8 @@ import Testing
 /// An answer promises that the send's rows survive a crash, as the broker's confirm promises its job.
 @Suite("Store durability: when a commit counts as done")
 struct DurabilityTests {
-    /// Until 2026-11-28 SQLite's commits were synced only at checkpoints, so a power cut could lose
-    /// answered sessions and ledger rows, and a worker's claim with them.
+    /// Commits synced only at checkpoints would let a power cut lose answered sessions and ledger rows,
+    /// and a worker's claim with them.
     @Test("SQLite's writing connection syncs each commit by default, and only at checkpoints with store.synchronous normal")
     func sqliteSynchronous() async throws {
         let directory = NSTemporaryDirectory() + "herald-durability-\(UUID().uuidString.prefix(8))"

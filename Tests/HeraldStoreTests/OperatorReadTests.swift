@@ -6,8 +6,8 @@ import Testing
 @testable import HeraldStore
 
 /// Scans for operators and reports (the status page's queue ages and listings, the conversion gauges)
-/// run beside the writes. On SQLite they used to run as calls of the writer's batches: with 200,000
-/// sessions in the last hour the once-a-minute conversion report held every write for 105–124 ms.
+/// run beside the writes, not as calls of SQLite's writer batches: there, with 200,000 sessions in the
+/// last hour, the once-a-minute conversion report would hold every write for about a tenth of a second.
 @Suite("Operator reads beside the writes")
 struct OperatorReadTests {
     @Test("a write commits while an operator's read is still running", arguments: [StoreKind.sqlite, .postgres])

@@ -168,8 +168,8 @@ struct PostgresRoutinesTests {
 
 @Suite("Placeholders rewritten for PostgreSQL")
 struct PlaceholderRewriteTests {
-    /// A routine's comment with one apostrophe used to open a literal that ran to the next quote, so
-    /// the jsonpath `?` after it was rewritten as `$1` and the routine failed to parse.
+    /// A routine's comment with one apostrophe must not open a literal that runs to the next quote, or
+    /// the jsonpath `?` after it is rewritten as `$1` and the routine fails to parse.
     @Test("? and ?N become $N outside literals and comments; an apostrophe in a comment opens no literal")
     func rewrite() {
         #expect(PlaceholderCache.rewrite("SELECT ?, ?3, '?' FROM t WHERE a = ?") == "SELECT $1, $3, '?' FROM t WHERE a = $2")

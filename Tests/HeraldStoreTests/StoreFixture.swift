@@ -62,7 +62,7 @@ final class StoreFixture: Sendable {
     }
 
     /// The SQLite file's directory, removed when the last reference goes (also for tests that never
-    /// call `tearDown`): a full run used to leave about 45 of them, up to 550 MB each, in /tmp.
+    /// call `tearDown`), so a full run leaves none of them (up to 550 MB each) in /tmp.
     deinit {
         if kind == .sqlite { try? FileManager.default.removeItem(atPath: (location as NSString).deletingLastPathComponent) }
     }

@@ -94,7 +94,7 @@ struct EndToEndTests {
                     }
                         == true
                 })
-            // Ten jobs at once, then idle: in flight goes back to 0 (it used to stay at the last count). The
+            // Ten jobs at once, then idle: in flight goes back to 0, not the last count. The
             // gateway refuses the first once (503) and the one to the UK for good (422).
             stack.gateway.script([FakeSMSGateway.Reply(status: 503)])
             for index in 0..<10 { _ = try await stack.sendCode(to: "+1555555\(1000 + index)") }

@@ -6,10 +6,8 @@
 /// most about half of the store's writer. The pass goes on until no row is left or `budget` is spent,
 /// since the minute's other housekeeping waits for it.
 ///
-/// A fixed number of ledger statements per pass (50 until 2026-11-28) capped that purge at 50,000 rows
-/// a minute, 833 a second: a ledger fed faster than that for a month grew without end. The other
-/// purges ran their statements back to back until the same day, so every send waited for one while
-/// they ran.
+/// A pass is bounded by time, not by a number of statements: a cap of statements caps the rows a minute
+/// too, and a ledger fed faster than that for a retention grows without end.
 public struct PurgePacing: Sendable, Equatable {
     /// What housekeeping does after a statement.
     public enum Step: Sendable, Equatable {
