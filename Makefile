@@ -1,11 +1,12 @@
 # Herald: two commands do everything on a fresh Debian machine (`make help` lists every target).
 #   make run    install what is missing, start RabbitMQ, build, run herald-api and the four workers
 #   make test   the same set-up, then lint and the whole test suite
-.PHONY: help run test stop build bench bench-pair setup lint
+.PHONY: help run test unit stop build bench bench-pair setup lint
 
 help:
 	@echo "make run         install what is missing, start RabbitMQ, build, run herald-api and every worker"
 	@echo "make test        the same set-up plus the suite's services, then lint and the whole suite"
+	@echo "make unit        the tests that need no service (no broker, PostgreSQL or Python): the fast loop"
 	@echo "make lint        swift format, the docs' links and anchors, and no history told in the tree"
 	@echo "make build       set-up and a debug build"
 	@echo "make bench       release build, then the performance table (ARGS=\"--suite …\" for one suite)"
@@ -19,6 +20,9 @@ run:
 
 test:
 	@scripts/test.sh
+
+unit:
+	@scripts/unit.sh
 
 stop:
 	@scripts/broker.sh stop

@@ -241,7 +241,7 @@ let package = Package(
 
         // test targets
         .testTarget(
-            name: "HeraldCoreTests", dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")],
+            name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldRuntimeTests",
@@ -284,11 +284,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // End to end through the real executables (built with the tests), so it links none of them.
         .testTarget(
             name: "HeraldWorkerTests",
             dependencies: [
-                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting", "HeraldWorker",
+                "HeraldCore", "HeraldStore", "HeraldTesting", "HeraldWorker", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        // End to end through the real executables (built with the tests), so it links none of them.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),

@@ -12,20 +12,12 @@ import JWTKit
 import Logging
 import NIOCore
 
-/// A clock the tests move.
-final class MovableClock: WallClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var offset: TimeInterval = 0
-    var now: Date { lock.withLock { Date().addingTimeInterval(offset) } }
-    func advance(_ seconds: TimeInterval) { lock.withLock { offset += seconds } }
-}
-
 /// herald-api built in-process against the real broker and a real SQLite file, with captured logs.
 struct APIHarness: JobOpening {
     let settings: TestConfiguration
     let configuration: HeraldConfiguration
     let logs = CapturedLogs()
-    let clock = MovableClock()
+    let clock = TestClock.running()
 
     init(_ adjust: (inout TestConfiguration) -> Void = { _ in }) throws {
         var settings = TestConfiguration()

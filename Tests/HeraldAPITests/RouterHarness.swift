@@ -15,7 +15,7 @@ struct RouterHarness: JobOpening {
     let settings: TestConfiguration
     let configuration: HeraldConfiguration
     let logs = CapturedLogs()
-    let clock = MovableClock()
+    let clock = TestClock.running()
     let store = MemoryStore()
     let publisher = MemoryPublisher()
 

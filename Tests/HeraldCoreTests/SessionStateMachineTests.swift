@@ -1,13 +1,7 @@
 import Foundation
 import HeraldCore
+import HeraldTesting
 import Testing
-
-/// A clock tests move by hand.
-final class TestClock: WallClock, @unchecked Sendable {
-    var now: Date
-    init(_ now: Date = Date(timeIntervalSince1970: 1_800_000_000)) { self.now = now }
-    func advance(_ seconds: TimeInterval) { now = now.addingTimeInterval(seconds) }
-}
 
 @Suite("Verification session state machine")
 struct SessionStateMachineTests {

@@ -349,7 +349,7 @@ extension MessageLedgerTests {
     /// Every herald-api runs a purge pass a minute; asked by `updated_at_ms` alone, each read the whole
     /// ledger. PostgreSQL gets statistics first (20,000 rows, ANALYZE), so its planner chooses as it
     /// would on a real ledger.
-    @Test("a purge pass reads the ledger's oldest rows through deliveries_created, not the whole ledger", arguments: [StoreKind.sqlite, .postgres])
+    @Test("a purge pass reads the ledger's oldest rows through deliveries_created, not the whole ledger", arguments: StoreKind.sql)
     func purgeReadsTheCreatedIndex(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, opened in
             let store = try #require(opened as? SQLStore)

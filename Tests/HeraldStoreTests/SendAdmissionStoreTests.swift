@@ -143,7 +143,7 @@ struct SendAdmissionStoreTests {
     /// A policy listed twice gives two entries with one key. SQLite then decides them one at a time (its
     /// single upsert for a send's keys cannot change one row twice), PostgreSQL's routine always does,
     /// and both must agree with the memory model, which spends the key once per entry.
-    @Test("a limit listed twice spends its key twice per send, as the memory model does", arguments: [StoreKind.sqlite, .postgres])
+    @Test("a limit listed twice spends its key twice per send, as the memory model does", arguments: StoreKind.sql)
     func duplicatedLimit(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             let model = MemoryStore()
@@ -191,7 +191,7 @@ struct SendAdmissionStoreTests {
 
     @Test(
         "send by send, every store decides as the memory model: limits, refusals with Retry-After, pumping trips and blocks",
-        arguments: [StoreKind.sqlite, .postgres])
+        arguments: StoreKind.sql)
     func matchesModel(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             let model = MemoryStore()

@@ -574,7 +574,7 @@ struct StoreConformanceTests {
     }
 
     @Test(
-        "migrations run once, also when ten processes start at once, and a reopened store keeps its data", arguments: [StoreKind.sqlite, .postgres])
+        "migrations run once, also when ten processes start at once, and a reopened store keeps its data", arguments: StoreKind.sql)
     func migrations(_ kind: StoreKind) async throws {
         let fixture = try StoreFixture(kind)
         let stores = try await withThrowingTaskGroup(of: SQLStore.self) { group in
@@ -594,7 +594,7 @@ struct StoreConformanceTests {
         await fixture.tearDown(reopened)
     }
 
-    @Test("store status reads an empty database as version 0 without migrating it", arguments: [StoreKind.sqlite, .postgres])
+    @Test("store status reads an empty database as version 0 without migrating it", arguments: StoreKind.sql)
     func statusWithoutMigrating(_ kind: StoreKind) async throws {
         let fixture = try StoreFixture(kind)
         let store = try await fixture.openSQL(migrate: false)
@@ -611,7 +611,7 @@ struct StoreConformanceTests {
     /// table under a snapshot; SQLite keeps none and counts. `store migrate` counts nothing.
     @Test(
         "row counts: estimated on PostgreSQL from its own statistics, counted on SQLite, none when not asked",
-        arguments: [StoreKind.sqlite, .postgres])
+        arguments: StoreKind.sql)
     func rowCounts(_ kind: StoreKind) async throws {
         let fixture = try StoreFixture(kind)
         let store = try await fixture.openSQL()

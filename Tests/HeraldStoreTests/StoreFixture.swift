@@ -11,6 +11,15 @@ enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
     case memory
 
     var description: String { rawValue }
+
+    /// Every kind, except under `make unit` (`HERALDTEST_SERVICES=none`), which runs no PostgreSQL: there
+    /// the embedded ones only. Elsewhere PostgreSQL is required, and its absence fails the test.
+    static var allCases: [StoreKind] {
+        ProcessInfo.processInfo.environment["HERALDTEST_SERVICES"] == "none" ? [.sqlite, .memory] : [.sqlite, .postgres, .memory]
+    }
+
+    /// The SQL stores among `allCases`.
+    static var sql: [StoreKind] { allCases.filter { $0 != .memory } }
 }
 
 /// One test's store: a SQLite file in a fresh directory, a fresh PostgreSQL schema in the suite's

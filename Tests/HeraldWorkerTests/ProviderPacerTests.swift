@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Logging
 import Synchronization
 import Testing
@@ -63,19 +64,6 @@ extension ProviderPacerTests {
         #expect(ProviderPacer.leaseWanted(waiting: 0, leaseSize: 100, ahead: true) == 0)
     }
 
-    /// Time stands still, so the store's answers depend on the leases alone.
-    struct StoppedClock: WallClock {
-        let now: Date
-    }
-
-    /// Time moves only when the test moves it.
-    final class SteppedClock: WallClock {
-        private let current: Mutex<Date>
-        init(_ start: Date) { current = Mutex(start) }
-        var now: Date { current.withLock { $0 } }
-        func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    }
-
     static func serve(_ count: Int, on pacer: ProviderPacer) async {
         let tickets = (0..<count).map { _ in pacer.ticket() }
         await withTaskGroup(of: JobLifecycle.Throttle.self) { group in
@@ -90,7 +78,8 @@ extension ProviderPacerTests {
         // 1,000/s with a burst of 100: a lease may ask for up to 100 tokens.
         let fast = LimitCheck(kind: .provider, scope: "http", subject: "http", policy: RatePolicy(limit: 1000, period: .seconds(1), burst: 100))
         let store = MemoryStore()
-        let clock = StoppedClock(now: Date())
+        // Time stands still, so the store's answers depend on the leases alone.
+        let clock = TestClock(stoppedAt: Date())
         let now = clock.now.microsecondsSince1970
         let pacer = ProviderPacer(store: store, check: fast, clock: clock, logger: Logger(label: "test"))
         func tat() async throws -> Int64 {
@@ -114,7 +103,7 @@ extension ProviderPacerTests {
         // ahead) does not fit, one of six does.
         let check = LimitCheck(kind: .provider, scope: "http", subject: "http", policy: RatePolicy(limit: 1000, period: .seconds(1), burst: 20))
         let store = MemoryStore()
-        let clock = SteppedClock(Date())
+        let clock = TestClock(stoppedAt: Date())
         let now = clock.now.microsecondsSince1970
         let parameters = GCRA.Parameters(check.policy)
         for _ in 0..<14 { _ = try await store.rateDecision(key: check.key, parameters: parameters, now: now) }
@@ -130,11 +119,11 @@ extension ProviderPacerTests {
         // burst has room again 30 ms later: two jobs spend two tokens.
         // (Expected TATs start from the clock's own microseconds: `now + 30_000` can be a microsecond
         // off, a Date plus 0.030 s rounding either way, which failed this test 4 times in 30.)
-        clock.advance(by: 0.030)
+        clock.advance(0.030)
         await Self.serve(2, on: pacer)
         #expect(try await tat() == clock.now.microsecondsSince1970 + 2_000)
         // After that second, leases take tokens ahead again: two jobs lease four.
-        clock.advance(by: 1.0)
+        clock.advance(1.0)
         await Self.serve(2, on: pacer)
         #expect(try await tat() == clock.now.microsecondsSince1970 + 4_000)
     }
