@@ -17,19 +17,19 @@ struct HeraldEmailWorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, logger) = try options.boot("herald-email-worker") {
-            ["provider": .string($0.email.provider), "smtp": .string($0.email.provider == "smtp" ? $0.email.smtpURL : "-")]
+            ["provider": .string($0.email.provider.rawValue), "smtp": .string($0.email.provider == .smtp ? $0.email.smtpURL : "-")]
         }
         let store = try await SQLStore.open(configuration.store, logger: logger)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let channel: any EmailChannel =
-            configuration.email.provider == "console"
+            configuration.email.provider == .console
             ? ConsoleEmailChannel(print: LineOutput.standardOutput.write)
             : SMTPChannel(
                 client: CurlClient(logger: logger, pooledConnections: configuration.workers.settings(for: .email).concurrency),
                 settings: configuration.email)
         let handler = EmailJobHandler(
             channel: channel, keys: keys, settings: configuration.email,
-            providerRate: configuration.email.provider == "smtp" ? configuration.email.rate : nil)
+            providerRate: configuration.email.provider == .smtp ? configuration.email.rate : nil)
         try await WorkerProcess.run(handler: handler, ledger: store, keys: keys, configuration: configuration, logger: logger)
     }
 }

@@ -18,12 +18,12 @@ struct HeraldPushWorkerCommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let (configuration, logger) = try options.boot("herald-push-worker") { ["provider": .string($0.push.provider)] }
+        let (configuration, logger) = try options.boot("herald-push-worker") { ["provider": .string($0.push.provider.rawValue)] }
 
         let store = try await SQLStore.open(configuration.store, logger: logger)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
         let delivery: any PushDelivery
-        if configuration.push.provider == "console" {
+        if configuration.push.provider == .console {
             delivery = ConsolePushChannel(print: LineOutput.standardOutput.write)
         } else {
             let token = try ConfigurationLoader.orExitCode { try Self.providerToken(configuration.push) }

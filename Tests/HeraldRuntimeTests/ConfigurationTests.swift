@@ -33,7 +33,7 @@ struct ConfigurationTests {
         let (configuration, _) = try ConfigurationLoader.load(path: root.appendingPathComponent("config/herald.yaml").path, environment: [:])
         #expect(configuration.http.port == 9099)
         #expect(configuration.devMode)
-        #expect(configuration.sms.provider == "console")
+        #expect(configuration.sms.provider == .console)
         #expect(configuration.state.dir == ".herald")
         #expect(configuration.store.url == "sqlite:.herald/herald.sqlite")
         #expect(configuration.amqp.queueType == "quorum")
@@ -385,7 +385,7 @@ struct ConfigurationTests {
         environment["HERALD_DEV_MODE"] = "true"
         let configuration = try ConfigurationLoader.parse(yaml: Self.minimal, environment: environment)
         #expect(configuration.http.port == 9099)
-        #expect(configuration.sms.provider == "console")
+        #expect(configuration.sms.provider == .console)
         #expect(configuration.ignoredEnvironment == injected.keys.sorted())
         // A number in HERALD_HTTP_PORT is the key again.
         #expect(try ConfigurationLoader.parse(yaml: Self.minimal, environment: ["HERALD_HTTP_PORT": "9200"]).http.port == 9200)

@@ -180,6 +180,14 @@ public struct ConfigReader {
         return text
     }
 
+    /// One of an enumeration's raw values, in the order it declares them (the error lists them so).
+    public func choice<Choice: RawRepresentable & CaseIterable>(_ key: String, default defaultValue: Choice) throws -> Choice
+    where Choice.RawValue == String {
+        let text = try choice(key, Choice.allCases.map(\.rawValue), default: defaultValue.rawValue)
+        // `choice` let only a raw value through.
+        return Choice(rawValue: text)!
+    }
+
     /// A boolean (`true`/`false`).
     public func bool(_ key: String, default defaultValue: Bool) throws -> Bool {
         guard let (text, source) = try scalarText(key) else { return defaultValue }

@@ -215,7 +215,7 @@ extension HeraldConfiguration {
         try limits.finish()
 
         let sms = try root.section("sms")
-        let provider = try sms.choice("provider", ["http", "console"], default: "http")
+        let provider = try sms.choice("provider", default: SMS.Provider.http)
         let gateway = try sms.section("http")
         let gatewayURL = try gateway.optionalString("url")
         if let gatewayURL, gatewayURL.hasPrefix("http://") == false && gatewayURL.hasPrefix("https://") == false {
@@ -252,7 +252,7 @@ extension HeraldConfiguration {
             throw gateway.fail("messageIdPath", "must be a JSON pointer such as /id or /messages/0/id (got \(path))")
         }
         try gateway.finish()
-        if provider == "http", httpGateway.url == nil {
+        if provider == .http, httpGateway.url == nil {
             throw sms.fail("http.url", "is required when sms.provider is http")
         }
         self.sms = SMS(
@@ -271,8 +271,8 @@ extension HeraldConfiguration {
             }
             return box
         }
-        let emailProvider = try email.choice("provider", ["smtp", "console"], default: "smtp")
-        if emailProvider == "console", devMode == false {
+        let emailProvider = try email.choice("provider", default: Email.Provider.smtp)
+        if emailProvider == .console, devMode == false {
             throw email.fail("provider", "console prints sign-in links to the terminal and needs devMode: true")
         }
         self.email = Email(
@@ -306,8 +306,8 @@ extension HeraldConfiguration {
 
         let push = try root.section("push")
         let apns = try push.section("apns")
-        let pushProvider = try push.choice("provider", ["apns", "console"], default: "apns")
-        if pushProvider == "console", devMode == false {
+        let pushProvider = try push.choice("provider", default: Push.Provider.apns)
+        if pushProvider == .console, devMode == false {
             throw push.fail("provider", "console prints push secrets to the terminal and needs devMode: true")
         }
         self.push = Push(
@@ -359,7 +359,7 @@ extension HeraldConfiguration {
             apple: try worker("apple", concurrency: 8, delays: [.seconds(5), .seconds(30), .seconds(120), .seconds(600)], port: 9104))
         try workers.finish()
 
-        if provider == "console", devMode == false {
+        if provider == .console, devMode == false {
             throw sms.fail("provider", "console prints codes to the terminal and needs devMode: true")
         }
 

@@ -458,7 +458,15 @@ public struct HeraldConfiguration: Sendable {
     /// `sms`: provider settings and message texts.
     public struct SMS: Sendable {
         /// `http` (generic gateway) or `console` (prints messages; devMode only).
-        public var provider: String
+        public var provider: Provider
+
+        /// Where SMS go.
+        public enum Provider: String, Sendable, CaseIterable {
+            /// The generic HTTP gateway (`sms.http`).
+            case http
+            /// The terminal, for development (devMode only).
+            case console
+        }
         public var http: HTTPGateway
         /// Directory of message texts per locale (`<dir>/<locale>/verification.txt`).
         public var templateDir: String
@@ -516,7 +524,15 @@ public struct HeraldConfiguration: Sendable {
     /// `email`: who sign-in mails come from, their texts, and the SMTP server herald-email-worker uses.
     public struct Email: Sendable {
         /// `smtp`, or `console` (prints each mail, link included; devMode only).
-        public var provider: String
+        public var provider: Provider
+
+        /// Where sign-in mails go.
+        public enum Provider: String, Sendable, CaseIterable {
+            /// The SMTP relay (`email.smtp`).
+            case smtp
+            /// The terminal, for development (devMode only).
+            case console
+        }
         /// Submissions per period across every email worker (protects the relay's own limits).
         public var rate: RatePolicy
         /// `Name <address>`; the address is also the SMTP envelope sender (MAIL FROM, where bounces go).
@@ -545,7 +561,15 @@ public struct HeraldConfiguration: Sendable {
     /// `push`: how herald-push-worker delivers (`apns`, or `console` in devMode), the provider key and
     /// where to reach APNs.
     public struct Push: Sendable {
-        public var provider: String
+        public var provider: Provider
+
+        /// Where silent pushes go.
+        public enum Provider: String, Sendable, CaseIterable {
+            /// Apple's push service (`push.apns`).
+            case apns
+            /// The terminal, for development (devMode only).
+            case console
+        }
         public var apnsURL: String?
         public var caFile: String?
         public var keyId: String?
