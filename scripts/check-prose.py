@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fails on text that tells how the repository was built instead of what it is: rounds of work (an
-ordinal before "session" or "round"), issue numbers, dates, and before → after figures, in README.md, docs/, comments
-and test names of Sources/ and Tests/, scripts/, config/ and deploy/. Git and CHANGELOG.md keep the
-history. Prints each hit as path:line: text and exits 1 if there is any."""
+ordinal before "session" or "round"), issue numbers, dates, and before → after figures, in README.md,
+docs/, comments and test names of Sources/ and Tests/, scripts/, config/ and deploy/. Git and
+CHANGELOG.md keep the history. Prints each hit as path:line: text and exits 1 if there is any."""
 
 import pathlib
 import re
