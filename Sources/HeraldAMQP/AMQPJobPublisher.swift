@@ -30,9 +30,9 @@ public struct AMQPJobPublisher: JobPublisher {
             // In name order, as the table is kept: each is then appended after one comparison.
             headers: [
                 "traceparent": .string(traceparent.description),
-                "x-herald-attempt": .int(Int64(attempt)),
+                JobHeader.attempt: .int(Int64(attempt)),
                 ForeignJobPolicy.header: .string(HeraldConfiguration.Integrations.heraldAPI),
-                "x-herald-schema": .int(Int64(Job.schemaVersion)),
+                JobHeader.schema: .int(Int64(Job.schemaVersion)),
                 JobSignature.header: .string(JobSignature.sign(body, signer: signer)),
             ],
             timestamp: job.createdAt)

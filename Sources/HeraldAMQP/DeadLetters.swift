@@ -24,7 +24,7 @@ public enum DeadLetters {
                 continue
             }
             var headers = message.headers.filter { Job.carriedHeaders.contains($0.key) }
-            headers["x-herald-attempt"] = .int(0)
+            headers[JobHeader.attempt] = .int(0)
             if let jobID = message.messageID.flatMap(UUID.init(parsing:)) { try await resetLedger(jobID) }
             try await connection.publish(
                 AMQPOutgoingMessage(

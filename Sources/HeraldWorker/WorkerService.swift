@@ -218,7 +218,7 @@ public final class WorkerService: Service {
         func count(_ outcome: String) {
             metrics.job(outcome).increment()
         }
-        if case .int(let schema) = delivery.headers["x-herald-schema"], schema != Int64(Job.schemaVersion) {
+        if case .int(let schema) = delivery.headers[JobHeader.schema], schema != Int64(Job.schemaVersion) {
             await deadLetter(delivery, reason: "unsupported x-herald-schema \(schema)", attempt: 0)
             count("malformed")
             return
@@ -269,8 +269,8 @@ public final class WorkerService: Service {
 
         // Only a job the broker redelivered, or one back from a retry or throttle queue, can have an outcome already.
         // Producers publish attempt 0 (so does a replay, which first marks the ledger row pending again).
-        let retried = if case .int(let attempt) = delivery.headers["x-herald-attempt"] { attempt > 0 } else { false }
-        let seenBefore = delivery.redelivered || retried || delivery.headers["x-herald-throttled"] != nil
+        let retried = if case .int(let attempt) = delivery.headers[JobHeader.attempt] { attempt > 0 } else { false }
+        let seenBefore = delivery.redelivered || retried || delivery.headers[JobHeader.throttled] != nil
         if seenBefore == false {
             // How long a fresh job waited in the queue: the backlog signal to scale workers on. Retries and
             // throttled returns are left out, since their waits are deliberate.
@@ -281,7 +281,7 @@ public final class WorkerService: Service {
             expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: settings.lifecycle)
         var ticket = ticket
         // A slot reserved for this job by an earlier check (carried through the throttle queue).
-        var reserved: Int64? = if case .int(let slot) = delivery.headers["x-herald-not-before"] { slot } else { nil }
+        var reserved: Int64? = if case .int(let slot) = delivery.headers[JobHeader.notBefore] { slot } else { nil }
         var report: DeliveryReport?
         var action = machine.start(now: clock.now)
         while true {
@@ -430,7 +430,7 @@ public final class WorkerService: Service {
 
     /// Who published the job, as its `x-herald-producer` header says (nil when it says nothing).
     private func producer(of delivery: AMQPDelivery) -> String? {
-        if case .string(let producer) = delivery.headers["x-herald-producer"], producer.isEmpty == false { return String(producer.prefix(64)) }
+        if case .string(let producer) = delivery.headers[JobHeader.producer], producer.isEmpty == false { return String(producer.prefix(64)) }
         return nil
     }
 
@@ -507,11 +507,11 @@ public final class WorkerService: Service {
     /// the spacing slot it reserved (`x-herald-not-before`, µs since 1970).
     func parkedCopy(of delivery: AMQPDelivery, delay: Duration, notBefore: Int64?) -> AMQPOutgoingMessage {
         var headers = Self.carriedHeaders(delivery.headers)
-        if let notBefore { headers["x-herald-not-before"] = .int(notBefore) }
+        if let notBefore { headers[JobHeader.notBefore] = .int(notBefore) }
         var throttledCount: Int64 = 1
-        if case .int(let previous) = delivery.headers["x-herald-throttled"] { throttledCount = previous + 1 }
-        headers["x-herald-throttled"] = .int(throttledCount)
-        if case .int(let attempt) = delivery.headers["x-herald-attempt"] { headers["x-herald-attempt"] = .int(attempt) }
+        if case .int(let previous) = delivery.headers[JobHeader.throttled] { throttledCount = previous + 1 }
+        headers[JobHeader.throttled] = .int(throttledCount)
+        if case .int(let attempt) = delivery.headers[JobHeader.attempt] { headers[JobHeader.attempt] = .int(attempt) }
         return AMQPOutgoingMessage(
             exchange: "", routingKey: topology.throttleQueue(handler.type, delay: delay), body: delivery.body, messageID: delivery.messageID,
             type: delivery.type, contentType: delivery.contentType, headers: headers)
@@ -521,7 +521,7 @@ public final class WorkerService: Service {
     /// queue's TTL then dead-letters it back to the work queue.
     func retryCopy(of delivery: AMQPDelivery, delay: Duration, attempt: Int) -> AMQPOutgoingMessage {
         var headers = Self.carriedHeaders(delivery.headers)
-        headers["x-herald-attempt"] = .int(Int64(attempt))
+        headers[JobHeader.attempt] = .int(Int64(attempt))
         return AMQPOutgoingMessage(
             exchange: "", routingKey: topology.retryQueue(handler.type, delay: delay), body: delivery.body, messageID: delivery.messageID,
             type: delivery.type, contentType: delivery.contentType, headers: headers)
@@ -533,9 +533,9 @@ public final class WorkerService: Service {
     @discardableResult
     func deadLetter(_ delivery: AMQPDelivery, reason: String, attempt: Int) async -> Bool {
         var headers = Self.carriedHeaders(delivery.headers)
-        headers["x-herald-reason"] = .string(reason)
-        headers["x-herald-attempt"] = .int(Int64(attempt))
-        headers["x-herald-failed-at"] = .string(Timestamp.format(clock.now))
+        headers[JobHeader.reason] = .string(reason)
+        headers[JobHeader.attempt] = .int(Int64(attempt))
+        headers[JobHeader.failedAt] = .string(Timestamp.format(clock.now))
         let message = AMQPOutgoingMessage(
             exchange: topology.deadLetterExchange, routingKey: handler.type.rawValue, body: delivery.body, messageID: delivery.messageID,
             type: delivery.type, contentType: delivery.contentType, headers: headers)

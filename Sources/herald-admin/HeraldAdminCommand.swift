@@ -150,7 +150,7 @@ extension HeraldAdminCommand.DeadLetters {
             let messages = try await connection.peek(topology.deadQueue(jobType))
             for message in messages {
                 print(
-                    "\(message.messageID ?? "-")\t\(message.headerText("x-herald-failed-at") ?? "-")\t\(message.headerText("x-herald-reason") ?? "-")"
+                    "\(message.messageID ?? "-")\t\(message.headerText(JobHeader.failedAt) ?? "-")\t\(message.headerText(JobHeader.reason) ?? "-")"
                 )
             }
             print("\(messages.count) dead-lettered \(type) job(s) in \(topology.deadQueue(jobType))")
@@ -175,8 +175,8 @@ extension HeraldAdminCommand.DeadLetters {
                 throw ExitCode(4)
             }
             var lines = [
-                ("id", message.messageID ?? "-"), ("reason", message.headerText("x-herald-reason") ?? "-"),
-                ("failed at", message.headerText("x-herald-failed-at") ?? "-"), ("attempts", message.headerText("x-herald-attempt") ?? "-"),
+                ("id", message.messageID ?? "-"), ("reason", message.headerText(JobHeader.reason) ?? "-"),
+                ("failed at", message.headerText(JobHeader.failedAt) ?? "-"), ("attempts", message.headerText(JobHeader.attempt) ?? "-"),
             ]
             if let job = try? JobCodec.decode(message.body) {
                 lines += [
@@ -241,7 +241,7 @@ extension HeraldAdminCommand.DeadLetters {
             var purged = 0
             while let message = try await connection.perform({ try $0.get(deadQueue, acknowledge: false) }) {
                 // A job the broker dead-lettered itself (rejected) has no failure time: it is kept.
-                guard let failedAt = message.headerText("x-herald-failed-at").flatMap(Timestamp.parse), failedAt < cutoff else { break }
+                guard let failedAt = message.headerText(JobHeader.failedAt).flatMap(Timestamp.parse), failedAt < cutoff else { break }
                 try await connection.perform { try $0.ack(message) }
                 purged += 1
             }

@@ -39,8 +39,8 @@ struct AMQPBrokerConsole: BrokerConsole {
         try await connection.peek(topology.deadQueue(type), limit: limit).map { message in
             let to = (try? JobCodec.decode(message.body)).map { MaskedDestination.mask($0.recipient, type: $0.type) }
             return DeadLetterSummary(
-                id: message.messageID ?? "-", failedAt: message.headerText("x-herald-failed-at") ?? "-",
-                reason: message.headerText("x-herald-reason") ?? "-", to: to ?? "-")
+                id: message.messageID ?? "-", failedAt: message.headerText(JobHeader.failedAt) ?? "-",
+                reason: message.headerText(JobHeader.reason) ?? "-", to: to ?? "-")
         }
     }
 

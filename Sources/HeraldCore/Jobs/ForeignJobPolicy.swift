@@ -24,7 +24,7 @@ public struct ForeignJobPolicy: Sendable {
     }
 
     /// The AMQP header naming the producer.
-    public static let header = "x-herald-producer"
+    public static let header = JobHeader.producer
 
     /// A job's origin once its signature verified.
     public enum Origin: Sendable, Equatable {

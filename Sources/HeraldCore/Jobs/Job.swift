@@ -17,7 +17,7 @@ public struct Job: Sendable, Equatable {
 
     /// AMQP headers a job keeps when a worker or herald-admin republishes it (retry, throttle, dead
     /// letter, replay); not the broker's own `x-death` bookkeeping.
-    public static let carriedHeaders: Set<String> = ["traceparent", "x-herald-schema", JobSignature.header, "x-herald-producer"]
+    public static let carriedHeaders: Set<String> = ["traceparent", JobHeader.schema, JobHeader.signature, JobHeader.producer]
 
     /// Job id; also the AMQP `message_id` and the idempotency record's key.
     public var id: UUID

@@ -10,7 +10,7 @@ import Foundation
 /// The body is signed as published, so retries, throttling and replays carry the header unchanged.
 public enum JobSignature {
     /// The AMQP header that carries the signature.
-    public static let header = "x-herald-signature"
+    public static let header = JobHeader.signature
 
     /// `sha256=<64 hex digits>`.
     public static func sign(_ body: Data, key: SymmetricKey) -> String {
