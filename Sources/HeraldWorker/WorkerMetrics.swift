@@ -25,8 +25,8 @@ final class WorkerMetrics: Sendable {
     }
 
     /// `herald_worker_jobs_total{type, outcome}`.
-    func job(_ outcome: String) -> Counter {
-        jobs.handle(outcome) { Counter(label: "herald_worker_jobs_total", dimensions: [("type", type), ("outcome", outcome)]) }
+    func job(_ outcome: JobOutcome) -> Counter {
+        jobs.handle(outcome.rawValue) { Counter(label: "herald_worker_jobs_total", dimensions: [("type", type), ("outcome", outcome.rawValue)]) }
     }
 
     /// `herald_sms_segments_total{country, encoding}`.

@@ -215,12 +215,12 @@ public final class WorkerService: Service {
 
     func process(_ delivery: AMQPDelivery, ticket: ProviderPacer.Ticket? = nil) async {
         let type = handler.type.rawValue
-        func count(_ outcome: String) {
+        func count(_ outcome: JobOutcome) {
             metrics.job(outcome).increment()
         }
         if case .int(let schema) = delivery.headers[JobHeader.schema], schema != Int64(Job.schemaVersion) {
             await deadLetter(delivery, reason: "unsupported x-herald-schema \(schema)", attempt: 0)
-            count("malformed")
+            count(.malformed)
             return
         }
         // Nothing from the broker is read, let alone sent, before it proves it came from herald-api or a
@@ -236,7 +236,7 @@ public final class WorkerService: Service {
                 "unauthenticated job dead-lettered",
                 metadata: ["message.id": .string(LogText.messageID(delivery.messageID)), "signed": .stringConvertible(signature != nil)])
             await deadLetter(delivery, reason: refusal.reason, attempt: 0)
-            count("unauthenticated")
+            count(.unauthenticated)
             return
         }
         let job: Job
@@ -247,18 +247,18 @@ public final class WorkerService: Service {
                 "malformed job dead-lettered",
                 metadata: ["message.id": .string(LogText.messageID(delivery.messageID)), "problem": .string(error.description)])
             await deadLetter(delivery, reason: "malformed job: \(error.description)", attempt: 0)
-            count("malformed")
+            count(.malformed)
             return
         }
         guard job.type == handler.type else {
             await deadLetter(delivery, reason: "a \(job.type.rawValue) job in the \(type) queue", attempt: 0)
-            count("malformed")
+            count(.malformed)
             return
         }
         if case .producer(let producer) = origin {
             // A foreign job has no ledger row from herald-api: checked here, then recorded like one.
             guard await admitForeign(job, from: producer, delivery: delivery) else {
-                count("refused")
+                count(.refused)
                 return
             }
         }
@@ -302,7 +302,7 @@ public final class WorkerService: Service {
                 // queue instead of starting a provider call now.
                 if Task.isCancelled {
                     consumer.nack(delivery, requeue: true)
-                    count("requeued")
+                    count(.requeued)
                     return
                 }
                 do {
@@ -332,7 +332,7 @@ public final class WorkerService: Service {
                 if let ticket { pacer?.leave(ticket) }
                 await carryOut(finish, delivery: continued(delivery, with: report?.continuation, of: job), job: job, reserved: reserved, logger: log)
                 count(finish.outcome)
-                if finish.outcome == "sent" {
+                if finish.outcome == .sent {
                     if let segments = report?.segments {
                         let country = handler.region(of: job)
                         metrics.segments(country: country, encoding: segments.encoding.rawValue).increment(by: segments.segments)

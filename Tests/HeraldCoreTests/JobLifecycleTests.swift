@@ -46,7 +46,7 @@ struct JobLifecycleTests {
         let finish = try #require(Self.finish(machine.start(now: Self.now)))
         #expect(finish.record == JobLifecycle.Record(status: .expired, reason: "expired before it could be sent"))
         #expect(finish.settlement == .ack)
-        #expect(finish.outcome == "expired")
+        #expect(finish.outcome.rawValue == "expired")
     }
 
     @Test(
@@ -63,7 +63,7 @@ struct JobLifecycleTests {
             #expect(finish.record == nil)
             #expect(finish.duplicateOf == status)
             #expect(finish.settlement == .ack)
-            #expect(finish.outcome == "duplicate")
+            #expect(finish.outcome.rawValue == "duplicate")
         }
     }
 
@@ -85,7 +85,7 @@ struct JobLifecycleTests {
                 continue
             }
             #expect(reason.hasPrefix("unauthenticated: "))
-            #expect(finish.outcome == "unauthenticated")
+            #expect(finish.outcome.rawValue == "unauthenticated")
         }
         var unavailable = Self.machine()
         _ = unavailable.start(now: Self.now)
@@ -102,7 +102,7 @@ struct JobLifecycleTests {
         #expect(
             finish.record == JobLifecycle.Record(status: .sent, reason: nil, segments: segments, providerMessageID: "m1", detail: "provider id m1"))
         #expect(finish.settlement == .ack)
-        #expect(finish.outcome == "sent")
+        #expect(finish.outcome.rawValue == "sent")
     }
 
     @Test("permanent failure: recorded failed before it is dead-lettered with the reason and attempt")
@@ -174,7 +174,7 @@ struct JobLifecycleTests {
         let parked = try #require(Self.finish(long.throttleChecked(.refused(limit: "sms.perNumberSpacing", retryAfter: .seconds(3)), now: Self.now)))
         #expect(parked.settlement == .park(delay: .seconds(5)))
         #expect(parked.record == JobLifecycle.Record(status: .throttled, reason: nil, detail: "sms.perNumberSpacing: parked for 5s"))
-        #expect(parked.outcome == "throttled")
+        #expect(parked.outcome.rawValue == "throttled")
 
         // 5.5 s: the 5 s queue brings it back half a second early (held then), rather than 24.5 s late.
         var fitting = throttled()
@@ -217,8 +217,12 @@ struct JobLifecycleTests {
 
     @Test("a republish that fails: retries and parks go back to the work queue, dead letters are rejected to the broker's")
     func republishFailures() {
-        #expect(JobLifecycle.republishFailed(.retry(delay: .seconds(1), attempt: 1)) == (true, "requeued"))
-        #expect(JobLifecycle.republishFailed(.park(delay: .seconds(1))) == (true, "requeued"))
-        #expect(JobLifecycle.republishFailed(.deadLetter(reason: "x", attempt: 1)) == (false, "rejected"))
+        func fallback(_ settlement: JobLifecycle.Settlement) -> (Bool, String) {
+            let answer = JobLifecycle.republishFailed(settlement)
+            return (answer.requeue, answer.outcome.rawValue)
+        }
+        #expect(fallback(.retry(delay: .seconds(1), attempt: 1)) == (true, "requeued"))
+        #expect(fallback(.park(delay: .seconds(1))) == (true, "requeued"))
+        #expect(fallback(.deadLetter(reason: "x", attempt: 1)) == (false, "rejected"))
     }
 }

@@ -86,7 +86,7 @@ public struct JobLifecycle: Sendable {
         public var duplicateOf: DeliveryStatus? = nil
         public var settlement: Settlement
         /// The `herald_worker_jobs_total` outcome label.
-        public var outcome: String
+        public var outcome: JobOutcome
         public var note: Note
     }
 
@@ -149,7 +149,7 @@ public struct JobLifecycle: Sendable {
         precondition(state == .received, "start(now:) twice")
         if now >= expiresAt {
             return finish(
-                Record(status: .expired, reason: "expired before it could be sent"), .ack, "expired",
+                Record(status: .expired, reason: "expired before it could be sent"), .ack, .expired,
                 Note(.notice, "job expired before sending; dropped"))
         }
         if seenBefore {
@@ -200,7 +200,7 @@ public struct JobLifecycle: Sendable {
             }
             return finish(
                 Record(status: .throttled, reason: nil, detail: "\(limit): parked for \(DurationText.format(delay))"), .park(delay: delay),
-                "throttled",
+                .throttled,
                 Note(.debug, "throttled; parked", ["limit": limit, "delay": DurationText.format(delay)]))
         }
     }
@@ -215,7 +215,7 @@ public struct JobLifecycle: Sendable {
 
     private mutating func expiredWhileThrottled(_ limit: String) -> Action {
         finish(
-            Record(status: .expired, reason: "throttled (\(limit)) until past expiresAt"), .ack, "expired",
+            Record(status: .expired, reason: "throttled (\(limit)) until past expiresAt"), .ack, .expired,
             Note(.notice, "throttled job would expire before its turn; dropped", ["limit": limit]))
     }
 
@@ -224,7 +224,7 @@ public struct JobLifecycle: Sendable {
         precondition(state == .holding, "held in \(state)")
         if now >= expiresAt {
             return finish(
-                Record(status: .expired, reason: "expired while throttled"), .ack, "expired",
+                Record(status: .expired, reason: "expired while throttled"), .ack, .expired,
                 Note(.notice, "throttled job would expire before its turn; dropped"))
         }
         state = .throttling
@@ -242,13 +242,13 @@ public struct JobLifecycle: Sendable {
             return duplicate(of: status)
         case .inDoubt(let owner):
             return finish(
-                Record(status: .uncertain, reason: "an earlier attempt by \(owner) may have reached the provider"), .ack, "uncertain",
+                Record(status: .uncertain, reason: "an earlier attempt by \(owner) may have reached the provider"), .ack, .uncertain,
                 Note(.warning, "job in doubt (an earlier attempt may have been sent); not resending", ["previous.owner": owner]))
         case .unknown, .mismatch:
             // Signed, yet not what the API recorded: never send it.
             let why = if case .mismatch(let field) = claim { "the ledger's \(field) differs from the job's" } else { "no ledger row for this job id" }
             return finish(
-                nil, .deadLetter(reason: "unauthenticated: \(why)", attempt: 0), "unauthenticated",
+                nil, .deadLetter(reason: "unauthenticated: \(why)", attempt: 0), .unauthenticated,
                 Note(.error, "job does not match the ledger; dead-lettered", ["problem": why]))
         }
     }
@@ -257,7 +257,7 @@ public struct JobLifecycle: Sendable {
     public mutating func claimFailed(_ error: String) -> Action {
         precondition(state == .claiming, "claimFailed in \(state)")
         return finish(
-            nil, .requeue(after: .seconds(1)), "store_error", Note(.error, "cannot claim job in the store; requeueing", ["error": error]))
+            nil, .requeue(after: .seconds(1)), .storeError, Note(.error, "cannot claim job in the store; requeueing", ["error": error]))
     }
 
     /// The provider's answer at `now` (`segments`: how the SMS was encoded).
@@ -271,13 +271,13 @@ public struct JobLifecycle: Sendable {
         case .sent(let reference):
             return finish(
                 Record(status: .sent, reason: nil, segments: segments, providerMessageID: reference, detail: reference.map { "provider id \($0)" }),
-                .ack, "sent", Note(.info, "sent", ["attempt": String(attempt)]))
+                .ack, .sent, Note(.info, "sent", ["attempt": String(attempt)]))
         case .uncertain(let reason, _):
             return finish(
-                Record(status: .uncertain, reason: reason), .ack, "uncertain", Note(.warning, "outcome unknown; not resending", ["reason": reason]))
+                Record(status: .uncertain, reason: reason), .ack, .uncertain, Note(.warning, "outcome unknown; not resending", ["reason": reason]))
         case .permanent(let reason, _):
             return finish(
-                Record(status: .failed, reason: reason), .deadLetter(reason: reason, attempt: attempt), "failed",
+                Record(status: .failed, reason: reason), .deadLetter(reason: reason, attempt: attempt), .failed,
                 Note(.warning, "permanent failure; dead-lettered", ["reason": reason, "attempt": String(attempt)]))
         case .retryable(let reason, let retryAfter, _):
             switch settings.retryPolicy.decide(failures: attempt, retryAfter: retryAfter, now: now, expiresAt: expiresAt) {
@@ -285,18 +285,18 @@ public struct JobLifecycle: Sendable {
                 return finish(
                     Record(
                         status: .retrying, reason: reason, detail: "attempt \(attempt) failed: \(reason); retry in \(DurationText.format(delay))"),
-                    .retry(delay: delay, attempt: attempt), "retry",
+                    .retry(delay: delay, attempt: attempt), .retry,
                     Note(
                         .notice, "retryable failure; retrying later",
                         ["reason": reason, "attempt": String(attempt), "delay": DurationText.format(delay)]))
             case .giveUp(.wouldExpire):
                 return finish(
-                    Record(status: .expired, reason: "\(reason); the next attempt would be after expiresAt"), .ack, "expired",
+                    Record(status: .expired, reason: "\(reason); the next attempt would be after expiresAt"), .ack, .expired,
                     Note(.notice, "retryable failure but the code would expire first; dropped", ["reason": reason]))
             case .giveUp(.exhausted):
                 let why = "retries exhausted after \(attempt) attempts; last: \(reason)"
                 return finish(
-                    Record(status: .dead, reason: why), .deadLetter(reason: why, attempt: attempt), "failed",
+                    Record(status: .dead, reason: why), .deadLetter(reason: why, attempt: attempt), .failed,
                     Note(.warning, "retries exhausted; dead-lettered", ["reason": reason]))
             }
         }
@@ -306,21 +306,21 @@ public struct JobLifecycle: Sendable {
         state = .finished
         return .finish(
             Finish(
-                record: nil, duplicateOf: status, settlement: .ack, outcome: "duplicate",
+                record: nil, duplicateOf: status, settlement: .ack, outcome: .duplicate,
                 note: Note(.info, "job already handled; skipped", ["status": status.rawValue])))
     }
 
-    private mutating func finish(_ record: Record?, _ settlement: Settlement, _ outcome: String, _ note: Note) -> Action {
+    private mutating func finish(_ record: Record?, _ settlement: Settlement, _ outcome: JobOutcome, _ note: Note) -> Action {
         state = .finished
         return .finish(Finish(record: record, settlement: settlement, outcome: outcome, note: note))
     }
 
     /// What happens when the republish a settlement needs (retry, park, dead letter) is not confirmed.
-    public static func republishFailed(_ settlement: Settlement) -> (requeue: Bool, outcome: String) {
+    public static func republishFailed(_ settlement: Settlement) -> (requeue: Bool, outcome: JobOutcome) {
         switch settlement {
         // The broker dead-letters a rejected delivery itself (reason `rejected`).
-        case .deadLetter: (false, "rejected")
-        case .retry, .park, .requeue, .ack: (true, "requeued")
+        case .deadLetter: (false, .rejected)
+        case .retry, .park, .requeue, .ack: (true, .requeued)
         }
     }
 }
