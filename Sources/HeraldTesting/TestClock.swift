@@ -29,7 +29,4 @@ public final class TestClock: WallClock {
     public func advance(_ seconds: TimeInterval) {
         state.withLock { $0.offset += seconds }
     }
-
-    /// Moves time forward by `duration`.
-    public func advance(by duration: Duration) { advance(duration.seconds) }
 }

@@ -71,8 +71,14 @@ public struct PhoneNumber: Sendable, Hashable, CustomStringConvertible {
                 nationalDigits = rest
                 break
             }
-            let stillPrefixed = prefixes.filter { nationalDigits.starts(with: $0.digits.utf8) }
-            if stillPrefixed.isEmpty == false, stillPrefixed.allSatisfy({ $0.beginsNumbers == false }) { throw .invalidFormat }
+            // Every send parses a number: a flag per prefix, no array.
+            var prefixed = false
+            var mayBeNumber = false
+            for prefix in prefixes where nationalDigits.starts(with: prefix.digits.utf8) {
+                prefixed = true
+                mayBeNumber = mayBeNumber || prefix.beginsNumbers
+            }
+            if prefixed, mayBeNumber == false { throw .invalidFormat }
         }
         if nationalDigits.count < entry.lengths.lowerBound { throw .tooShort }
         if nationalDigits.count > entry.lengths.upperBound || entry.code.utf8.count + nationalDigits.count > 15 { throw .tooLong }
