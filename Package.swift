@@ -98,11 +98,11 @@ let package = Package(
         .plugin(name: "BuildInfoPlugin", capability: .buildTool(), path: "Sources/BuildInfoPlugin"),
         .plugin(name: "OpenAPIPlugin", capability: .buildTool(), path: "Sources/OpenAPIPlugin"),
 
-        // Boot shared by every executable: configuration, logging, metrics, health endpoints.
+        // Boot shared by every executable: reading the configuration, logging, metrics, health endpoints.
         .target(
             name: "HeraldRuntime",
             dependencies: [
-                "HeraldCore", "Yams",
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldStore", "Yams",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -120,7 +120,7 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAMQP", "HeraldCore", "HeraldCurl", "HeraldStore",
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -246,7 +246,8 @@ let package = Package(
         .testTarget(
             name: "HeraldRuntimeTests",
             dependencies: [
-                "HeraldCore", "HeraldRuntime", "HeraldTesting", .product(name: "Logging", package: "swift-log"),
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
@@ -294,7 +295,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "HeraldAMQP", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
+                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldRuntime", "HeraldStore", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),

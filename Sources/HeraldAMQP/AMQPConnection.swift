@@ -32,7 +32,7 @@ public final class AMQPConnection: Service, Sendable {
         /// round of failures waits with backoff (100 ms doubling to 5 s) before the next round.
         public var endpoints: [AMQPEndpoint]
         /// For `amqps://` endpoints.
-        public var tls: HeraldConfiguration.AMQP.TLS
+        public var tls: AMQPSettings.TLS
         public var role: Role
         /// Shown in `rabbitmqctl list_connections client_properties`.
         public var name: String
@@ -42,7 +42,7 @@ public final class AMQPConnection: Service, Sendable {
         public var publishTimeout: Duration
 
         public init(
-            endpoints: [AMQPEndpoint], tls: HeraldConfiguration.AMQP.TLS = .init(), role: Role, name: String,
+            endpoints: [AMQPEndpoint], tls: AMQPSettings.TLS = .init(), role: Role, name: String,
             heartbeat: Duration = .seconds(30), connectTimeout: Duration = .seconds(5), publishTimeout: Duration = .seconds(5)
         ) {
             precondition(endpoints.isEmpty == false, "an AMQP connection needs at least one endpoint")
@@ -278,7 +278,7 @@ public final class AMQPConnection: Service, Sendable {
 extension AMQPConnection.Options {
     /// One endpoint (tests, tools).
     public init(
-        endpoint: AMQPEndpoint, tls: HeraldConfiguration.AMQP.TLS = .init(), role: AMQPConnection.Role, name: String,
+        endpoint: AMQPEndpoint, tls: AMQPSettings.TLS = .init(), role: AMQPConnection.Role, name: String,
         heartbeat: Duration = .seconds(30), connectTimeout: Duration = .seconds(5), publishTimeout: Duration = .seconds(5)
     ) {
         self.init(
@@ -287,7 +287,7 @@ extension AMQPConnection.Options {
     }
 
     /// The settings `amqp` gives every Herald process.
-    public init(_ amqp: HeraldConfiguration.AMQP, role: AMQPConnection.Role, name: String) {
+    public init(_ amqp: AMQPSettings, role: AMQPConnection.Role, name: String) {
         self.init(
             endpoints: amqp.endpoints, tls: amqp.tls, role: role, name: name, heartbeat: amqp.heartbeat,
             connectTimeout: amqp.connectTimeout, publishTimeout: amqp.publishTimeout)

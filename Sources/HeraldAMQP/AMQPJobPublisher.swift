@@ -31,7 +31,7 @@ public struct AMQPJobPublisher: JobPublisher {
             headers: [
                 "traceparent": .string(traceparent.description),
                 JobHeader.attempt: .int(Int64(attempt)),
-                ForeignJobPolicy.header: .string(HeraldConfiguration.Integrations.heraldAPI),
+                ForeignJobPolicy.header: .string(IntegrationSettings.heraldAPI),
                 JobHeader.schema: .int(Int64(Job.schemaVersion)),
                 JobSignature.header: .string(JobSignature.sign(body, signer: signer)),
             ],

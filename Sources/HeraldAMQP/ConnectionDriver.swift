@@ -205,7 +205,7 @@ final class ConnectionDriver {
 
     /// A TLS socket checking the broker's certificate chain and host name (unless `verifyPeer` is
     /// off), against `caFile` or the system's roots, presenting a client certificate when configured.
-    func tlsSocket(_ state: amqp_connection_state_t, _ tls: HeraldConfiguration.AMQP.TLS) throws -> OpaquePointer? {
+    func tlsSocket(_ state: amqp_connection_state_t, _ tls: AMQPSettings.TLS) throws -> OpaquePointer? {
         guard let socket = amqp_ssl_socket_new(state) else { return nil }
         amqp_ssl_socket_set_verify_peer(socket, tls.verifyPeer ? 1 : 0)
         amqp_ssl_socket_set_verify_hostname(socket, tls.verifyPeer ? 1 : 0)

@@ -24,13 +24,6 @@ public struct Topology: Sendable, Equatable {
     /// Job types this version delivers.
     public static let supportedTypes: [JobType] = JobType.allCases
 
-    /// The types an installation uses: every one but `apple`, which only a project that can revoke Apple
-    /// tokens (Sign in with Apple enabled, with its key) publishes; its queues are not declared otherwise.
-    public static func types(in configuration: HeraldConfiguration) -> [JobType] {
-        let apple = configuration.projects.contains { $0.apple.enabled && $0.apple.canRevoke }
-        return supportedTypes.filter { $0 != .apple || apple }
-    }
-
     public init(
         exchange: String, queueType: String, deliveryLimit: Int, retryDelays: [JobType: [Duration]],
         throttleDelays: [JobType: [Duration]] = [:]
@@ -40,14 +33,6 @@ public struct Topology: Sendable, Equatable {
         self.deliveryLimit = deliveryLimit
         self.retryDelays = retryDelays
         self.throttleDelays = throttleDelays
-    }
-
-    public init(configuration: HeraldConfiguration) {
-        self.init(
-            exchange: configuration.amqp.exchange, queueType: configuration.amqp.queueType,
-            deliveryLimit: configuration.amqp.deliveryLimit,
-            retryDelays: Dictionary(uniqueKeysWithValues: JobType.allCases.map { ($0, configuration.workers.settings(for: $0).retryDelays) }),
-            throttleDelays: Dictionary(uniqueKeysWithValues: JobType.allCases.map { ($0, configuration.workers.settings(for: $0).throttleDelays) }))
     }
 
     public var deadLetterExchange: String { "\(exchange).dlx" }

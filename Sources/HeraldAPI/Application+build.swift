@@ -1,8 +1,10 @@
 import Foundation
 import HTTPTypes
 import HeraldAMQP
+import HeraldChannels
 import HeraldCore
 import HeraldCurl
+import HeraldRuntime
 import HeraldStore
 import Hummingbird
 import Logging

@@ -29,7 +29,7 @@ public final class SQLStore: HeraldStoreProtocol {
 
     /// Opens (creating if needed) the SQLite database at `path` and, with `migrate`, brings its schema
     /// up to date.
-    public convenience init(sqlitePath path: String, migrate: Bool = true, synchronous: HeraldConfiguration.SQLiteSynchronous = .full) throws {
+    public convenience init(sqlitePath path: String, migrate: Bool = true, synchronous: SQLiteSynchronous = .full) throws {
         let backend = try SQLiteBackend(path: path, synchronous: synchronous)
         if migrate { _ = try backend.runNow { try Migrations.migrate($0) } }
         self.init(backend: backend)

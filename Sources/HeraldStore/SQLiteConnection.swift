@@ -22,7 +22,7 @@ final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     /// Process-wide settings (`herald_sqlite_configure`), applied once before the first connection.
     private static let configured: Void = { _ = herald_sqlite_configure() }()
 
-    init(path: String, synchronous: HeraldConfiguration.SQLiteSynchronous, busyTimeout: Duration = .seconds(10)) throws {
+    init(path: String, synchronous: SQLiteSynchronous, busyTimeout: Duration = .seconds(10)) throws {
         Self.configured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -311,7 +311,7 @@ final class SQLiteBackend: SQLBackend {
 
     /// Opens (creating if needed) the database at `path`. The file holds account data and code
     /// hashes: owner-only.
-    init(path: String, synchronous: HeraldConfiguration.SQLiteSynchronous) throws {
+    init(path: String, synchronous: SQLiteSynchronous) throws {
         try createOwnerOnlyFile(path)
         self.connection = try SQLiteConnection(path: path, synchronous: synchronous)
         self.reader = SQLiteReader(path: path)

@@ -6,7 +6,7 @@ extension SQLStore {
     /// Opens the store `configuration` names and (with `migrate`, as every process does at start-up)
     /// brings its schema up to date: SQLite at once; PostgreSQL retried with backoff for
     /// `connectTimeout` (a host may start before the database), then the error.
-    public static func open(_ configuration: HeraldConfiguration.Store, migrate: Bool = true, logger: Logger) async throws -> SQLStore {
+    public static func open(_ configuration: StoreSettings, migrate: Bool = true, logger: Logger) async throws -> SQLStore {
         switch configuration.location {
         case .sqlite(let path):
             // Opening writes (WAL set-up, migrations) and fsyncs: not on the cooperative pool, where a

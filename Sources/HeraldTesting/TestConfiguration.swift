@@ -105,6 +105,17 @@ public struct TestConfiguration: Sendable {
 
     public init() {}
 
+    /// A project with every default but its id and denied regions, read as `projects[]` reads one, for
+    /// tests of the domain's decisions that take projects.
+    public static func project(id: String, denying regions: [String] = []) -> ProjectSettings {
+        let yaml = """
+            projects:
+              - {id: \(id), apiKeys: [key-\(id)], phone: {regions: {deny: [\(regions.joined(separator: ", "))]}}}
+            sms: {http: {url: "http://127.0.0.1:1/sms"}, templateDir: "\(templateDir)"}
+            """
+        return try! ConfigurationLoader.parse(yaml: yaml).projects[0]
+    }
+
     /// The admin token tests send (`Authorization: Bearer …`).
     public static let adminToken = "test-admin-token-0123456789abcdefghijklmnop"
     /// The header that carries it.

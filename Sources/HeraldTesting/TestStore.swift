@@ -38,7 +38,7 @@ public enum TestStore: String, CaseIterable, Sendable, CustomStringConvertible {
         guard url.hasPrefix("postgres"), let schema = url.components(separatedBy: "schema=").last, let base = try? postgresURL(),
             let location = try? StoreLocation(parsing: base)
         else { return }
-        let configuration = HeraldConfiguration.Store(url: base, location: location, poolSize: 1, connectTimeout: .seconds(5))
+        let configuration = StoreSettings(url: base, location: location, poolSize: 1, connectTimeout: .seconds(5))
         guard let admin = try? await SQLStore.open(configuration, migrate: false, logger: Logger(label: "test")) else { return }
         try? await admin.dropSchema(schema)
         await admin.close()

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldChannels
 import HeraldCore
 
 /// Email jobs: open the sealed link, render the locale's subject, text and HTML, build the MIME
@@ -8,10 +9,10 @@ public struct EmailJobHandler: JobHandler {
     public let type = JobType.email
     let channel: any EmailChannel
     let sealer: Sealer
-    let settings: HeraldConfiguration.Email
+    let settings: EmailSettings
     let providerRatePolicy: RatePolicy?
 
-    public init(channel: any EmailChannel, keys: HeraldKeys, settings: HeraldConfiguration.Email, providerRate: RatePolicy? = nil) {
+    public init(channel: any EmailChannel, keys: HeraldKeys, settings: EmailSettings, providerRate: RatePolicy? = nil) {
         self.channel = channel
         self.sealer = Sealer(key: keys.sealing)
         self.settings = settings

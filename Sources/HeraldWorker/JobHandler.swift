@@ -1,4 +1,5 @@
 import Foundation
+import HeraldChannels
 import HeraldCore
 
 /// The type-specific part of a worker: how a job becomes a provider call. Everything around it
@@ -22,11 +23,11 @@ public protocol JobHandler: Sendable {
     /// The provider the jobs go through (`http`, `console`, `smtp`, `apns`), kept on the ledger row.
     var providerName: String { get }
     /// What one segment costs in `region` (`region(of:)`; `sms.prices`), for `herald_sms_cost_total`; nil: not priced.
-    func price(inRegion region: String) -> HeraldConfiguration.SMS.Prices.Price?
+    func price(inRegion region: String) -> SMSSettings.Prices.Price?
 }
 
 extension JobHandler {
-    public func price(inRegion region: String) -> HeraldConfiguration.SMS.Prices.Price? { nil }
+    public func price(inRegion region: String) -> SMSSettings.Prices.Price? { nil }
 
     /// What the ledger keeps about `job` when a worker claims it.
     func description(of job: Job, producer: String?) -> DeliveryDescription {
@@ -42,13 +43,13 @@ public struct SMSJobHandler: JobHandler {
     let templates: TemplateCatalog
     let providerRatePolicy: RatePolicy?
     let perNumberSpacing: Duration
-    let prices: HeraldConfiguration.SMS.Prices
+    let prices: SMSSettings.Prices
 
     /// `providerRate` caps sends through `channel` across all workers (nil: unlimited);
     /// `perNumberSpacing` keeps SMS to one number apart (zero: off); `prices` price the segments sent.
     public init(
         channel: any DeliveryChannel, keys: HeraldKeys, templates: TemplateCatalog, providerRate: RatePolicy? = nil,
-        perNumberSpacing: Duration = .zero, prices: HeraldConfiguration.SMS.Prices = .init()
+        perNumberSpacing: Duration = .zero, prices: SMSSettings.Prices = .init()
     ) {
         self.channel = channel
         self.sealer = Sealer(key: keys.sealing)
@@ -58,7 +59,7 @@ public struct SMSJobHandler: JobHandler {
         self.prices = prices
     }
 
-    public func price(inRegion region: String) -> HeraldConfiguration.SMS.Prices.Price? { prices.price(for: region) }
+    public func price(inRegion region: String) -> SMSSettings.Prices.Price? { prices.price(for: region) }
 
     public func spacingChecks(for job: Job) -> [LimitCheck] {
         guard perNumberSpacing > .zero else { return [] }

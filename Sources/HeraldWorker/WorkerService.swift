@@ -1,6 +1,8 @@
 import Foundation
 import HeraldAMQP
+import HeraldChannels
 import HeraldCore
+import HeraldRuntime
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -58,7 +60,7 @@ public final class WorkerService: Service {
                 retryPolicy: retryPolicy, retryUncertain: retryUncertain, throttleDelays: throttleDelays, holdLimit: throttleHold)
         }
 
-        public init(_ worker: HeraldConfiguration.Worker) {
+        public init(_ worker: WorkerSettings) {
             self.init(
                 concurrency: worker.concurrency, retryPolicy: RetryPolicy(delays: worker.retryDelays), retryUncertain: worker.retryUncertain,
                 shutdownGrace: worker.shutdownGrace, throttleDelays: worker.throttleDelays, throttleHold: worker.throttleHold,

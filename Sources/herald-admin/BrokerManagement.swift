@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAMQP
 import HeraldCore
 import HeraldCurl
 import Logging

@@ -39,7 +39,7 @@ struct HeraldAppleWorkerCommand: AsyncParsableCommand {
 
     /// The client-secret signer of a project; an unreadable or wrong key is a configuration error naming
     /// the key, not a failure at the first job.
-    static func clientSecrets(_ project: HeraldConfiguration.Project) throws -> AppleClientSecret {
+    static func clientSecrets(_ project: ProjectSettings) throws -> AppleClientSecret {
         let key = "projects[\(project.id)].apple.keyFile"
         guard let keyID = project.apple.keyId, let teamID = project.apple.teamId, let keyFile = project.apple.keyFile else {
             throw ConfigError(key: key, problem: "teamId, keyId and keyFile are set together")

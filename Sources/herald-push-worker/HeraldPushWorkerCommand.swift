@@ -38,7 +38,7 @@ struct HeraldPushWorkerCommand: AsyncParsableCommand {
 
     /// The provider token signer from `push.apns.{keyId, teamId, keyFile}`; a missing or unreadable key
     /// is a configuration error naming the key, not a crash at the first push.
-    static func providerToken(_ push: HeraldConfiguration.Push) throws -> APNsProviderToken {
+    static func providerToken(_ push: PushSettings) throws -> APNsProviderToken {
         guard let keyId = push.keyId, let teamId = push.teamId, let keyFile = push.keyFile else {
             throw ConfigError(
                 key: "push.apns.keyId",

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import HeraldChannels
 import HeraldCore
+import HeraldRuntime
 import HeraldStore
 import HeraldTesting
 import JWTKit

@@ -226,7 +226,7 @@ struct ClusterTests {
     static func printLedger(of numbers: [String], storeURL: String) async {
         do {
             let store = try await SQLStore.open(
-                HeraldConfiguration.Store(url: storeURL, location: try StoreLocation(parsing: storeURL), poolSize: 1, connectTimeout: .seconds(5)),
+                StoreSettings(url: storeURL, location: try StoreLocation(parsing: storeURL), poolSize: 1, connectTimeout: .seconds(5)),
                 migrate: false, logger: Logger(label: "cluster-test"))
             for number in numbers.sorted() {
                 for record in try await store.messages(MessageQuery(to: number)).messages {

@@ -125,7 +125,7 @@ struct DeployKitTests {
         )
         let url = "postgres://\(name):role-password@\(server.host):\(server.port)/\(name)?sslmode=disable"
         let store = try await SQLStore.open(
-            HeraldConfiguration.Store(url: url, location: try StoreLocation(parsing: url), poolSize: 2), logger: Logger(label: "test"))
+            StoreSettings(url: url, location: try StoreLocation(parsing: url), poolSize: 2), logger: Logger(label: "test"))
         let status = try await store.status()
         #expect(status.version == Migrations.latestVersion)
         try await store.recordPending(jobID: UUID(), projectID: "p", type: .sms, destination: "+1", now: Date())

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAMQP
 import HeraldCore
+import HeraldRuntime
 import HeraldStore
 import HeraldTesting
 import Logging

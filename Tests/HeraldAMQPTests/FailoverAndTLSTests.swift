@@ -9,7 +9,7 @@ import Testing
 @Suite("AMQP failover between nodes and amqps://")
 struct FailoverAndTLSTests {
     func connection(
-        _ urls: [String], tls: HeraldConfiguration.AMQP.TLS = .init(), onConnect: (@Sendable (AMQPChannel) throws -> Void)? = nil
+        _ urls: [String], tls: AMQPSettings.TLS = .init(), onConnect: (@Sendable (AMQPChannel) throws -> Void)? = nil
     ) -> AMQPConnection {
         let connection = AMQPConnection(
             options: .init(

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldAPI
 import HeraldCore
+import HeraldRuntime
 import HeraldStore
 import HeraldTesting
 import Hummingbird

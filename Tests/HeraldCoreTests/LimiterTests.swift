@@ -186,10 +186,10 @@ struct AdmissionRulesTests {
 
     @Test("region policy: allow-list only those, deny-list all but those")
     func regions() {
-        let allowUS = HeraldConfiguration.Project.Regions(allow: ["US", "CA"], deny: [])
+        let allowUS = ProjectSettings.Regions(allow: ["US", "CA"], deny: [])
         #expect(RegionPolicy.allows("US", allowUS))
         #expect(RegionPolicy.allows("GB", allowUS) == false)
-        let denyRU = HeraldConfiguration.Project.Regions(allow: [], deny: ["RU"])
+        let denyRU = ProjectSettings.Regions(allow: [], deny: ["RU"])
         #expect(RegionPolicy.allows("RU", denyRU) == false)
         #expect(RegionPolicy.allows("KZ", denyRU))
         #expect(RegionPolicy.allows("ZZ", .init(allow: [], deny: [])))
@@ -223,7 +223,7 @@ struct AdmissionRulesTests {
 
     @Test("a send's limits are keyed per project and checked IP first; refusals map to the SDK's codes")
     func sendChecks() throws {
-        let limits = HeraldConfiguration.Limits(
+        let limits = LimitSettings(
             perNumber: [RatePolicy.parse("5/1h")!, RatePolicy.parse("10/1d")!], perIP: [RatePolicy.parse("50/1m")!],
             perProject: [RatePolicy.parse("1000/1m")!], perCountry: [RatePolicy.parse("200/1h")!], perPrefix: [RatePolicy.parse("100/1h")!],
             prefixDigits: 5, checksPerNumber: [RatePolicy.parse("20/1h")!],

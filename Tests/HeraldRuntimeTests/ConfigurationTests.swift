@@ -1,6 +1,9 @@
 import Foundation
+import HeraldAMQP
+import HeraldChannels
 import HeraldCore
 import HeraldRuntime
+import HeraldStore
 import HeraldTesting
 import Testing
 

@@ -15,10 +15,10 @@ struct DurabilityTests {
         let directory = NSTemporaryDirectory() + "herald-durability-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        for setting in HeraldConfiguration.SQLiteSynchronous.allCases {
+        for setting in SQLiteSynchronous.allCases {
             let url = "sqlite:\(directory)/\(setting.rawValue).sqlite"
             let store = try await SQLStore.open(
-                HeraldConfiguration.Store(url: url, location: try StoreLocation(parsing: url), synchronous: setting),
+                StoreSettings(url: url, location: try StoreLocation(parsing: url), synchronous: setting),
                 logger: Logger(label: "test"))
             // `status` asks the connection the writes go through, not the configuration.
             #expect(try await store.status().durability == "synchronous=\(setting.rawValue)")
@@ -34,7 +34,7 @@ struct DurabilityTests {
     func postgresSynchronousCommit() async throws {
         let url = try #require(try TestStore.postgres.freshURL())
         let store = try await SQLStore.open(
-            HeraldConfiguration.Store(url: url, location: try StoreLocation(parsing: url), poolSize: 1), logger: Logger(label: "test"))
+            StoreSettings(url: url, location: try StoreLocation(parsing: url), poolSize: 1), logger: Logger(label: "test"))
         #expect(try await store.status().durability == "synchronous_commit=on")
         await store.close()
         await TestStore.dropSchema(of: url)

@@ -160,7 +160,7 @@ struct PostgresRoutinesTests {
         let location = try StoreLocation(parsing: url)
         guard case .postgres(let postgres) = location else { throw TestFailure("not a PostgreSQL URL: \(url)") }
         let store = try await SQLStore.open(
-            HeraldConfiguration.Store(url: url, location: location, poolSize: 1, connectTimeout: .seconds(60)), migrate: migrate,
+            StoreSettings(url: url, location: location, poolSize: 1, connectTimeout: .seconds(60)), migrate: migrate,
             logger: Logger(label: "test"))
         return (store, url, postgres.schema)
     }

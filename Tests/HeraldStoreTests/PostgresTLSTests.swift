@@ -42,7 +42,7 @@ struct PostgresTLSTests {
         func open(_ query: String, caFile: String?) async throws -> SQLStore {
             let url = base + query
             return try await SQLStore.open(
-                HeraldConfiguration.Store(
+                StoreSettings(
                     url: url, location: try StoreLocation(parsing: url), poolSize: 2, connectTimeout: .seconds(15), caFile: caFile),
                 logger: Logger(label: "test"))
         }

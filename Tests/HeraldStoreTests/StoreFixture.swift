@@ -43,13 +43,13 @@ final class StoreFixture: Sendable {
         }
     }
 
-    var configuration: HeraldConfiguration.Store {
+    var configuration: StoreSettings {
         get throws {
             let url = kind == .sqlite ? "sqlite:" + location : location
             // A long lease wait: these tests pile a hundred calls on four connections to check correctness
             // under contention; with the whole suite running, the last of them can wait past the 10 s
             // production default, which is a different behaviour (LeaseDeadlinesTests covers it).
-            return HeraldConfiguration.Store(url: url, location: try StoreLocation(parsing: url), poolSize: 4, connectTimeout: .seconds(60))
+            return StoreSettings(url: url, location: try StoreLocation(parsing: url), poolSize: 4, connectTimeout: .seconds(60))
         }
     }
 

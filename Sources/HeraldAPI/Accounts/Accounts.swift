@@ -10,7 +10,7 @@ struct Accounts: Sendable {
     let store: any AccountStore & RateLimitStore
     let signedIn: SignedInUser
     let completion: SignInCompletion
-    let limits: HeraldConfiguration.Limits
+    let limits: LimitSettings
     let clock: any WallClock
     let logger: Logger
 
@@ -20,7 +20,7 @@ struct Accounts: Sendable {
     var limiter: RateLimiter { RateLimiter(store: store) }
 
     /// Refuses with TOO_MANY_ATTEMPTS_TRY_LATER (and Retry-After) when `checks` are exhausted.
-    private func admit(_ checks: [LimitCheck], project: HeraldConfiguration.Project) async throws {
+    private func admit(_ checks: [LimitCheck], project: ProjectSettings) async throws {
         guard let refusal = try await limiter.admit(checks, now: clock.now) else { return }
         Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)])
             .increment()
@@ -40,7 +40,7 @@ struct Accounts: Sendable {
     /// `fetchSignInMethodsForEmail`. With `emailLink.enumerationProtection` (the default) the answer is the
     /// same for every address, registered or not; either way lookups are limited per client address
     /// (`limits.lookupsPerIP`).
-    func createAuthUri(project: HeraldConfiguration.Project, body: WireBody, clientKey: String?) async throws -> AuthURI {
+    func createAuthUri(project: ProjectSettings, body: WireBody, clientKey: String?) async throws -> AuthURI {
         if body.string("providerId") != nil { throw HeraldError(.notImplemented, "createAuthUri with providerId is not supported by Herald.") }
         guard let identifier = body.string("identifier") else { throw HeraldError(.missingIdentifier) }
         guard let continueURI = body.string("continueUri") else { throw HeraldError(.missingContinueURI) }
@@ -77,7 +77,7 @@ struct Accounts: Sendable {
     }
 
     /// End users: `{idToken}`. Admins: any of `localId[]`, `email[]`, `phoneNumber[]`.
-    func lookup(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> LookedUp {
+    func lookup(project: ProjectSettings, body: WireBody, isAdmin: Bool) async throws -> LookedUp {
         if isAdmin, body.string("idToken") == nil {
             var found: [String: UserAccount] = [:]
             var order: [String] = []
@@ -100,7 +100,7 @@ struct Accounts: Sendable {
 
     // MARK: delete
 
-    func delete(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> [String: String] {
+    func delete(project: ProjectSettings, body: WireBody, isAdmin: Bool) async throws -> [String: String] {
         let localID: String
         if isAdmin, body.string("idToken") == nil {
             guard let id = body.string("localId") else { throw HeraldError(.missingLocalID) }
@@ -131,7 +131,7 @@ struct Accounts: Sendable {
     /// The fields SDKs and firebase-admin send: displayName, email, password, deleteAttribute[],
     /// deleteProvider[] (`phone`, `password`, `apple.com`); admins also phoneNumber, emailVerified, disableUser,
     /// validSince (firebase-admin's revoke_refresh_tokens), customAttributes (set_custom_user_claims).
-    func update(project: HeraldConfiguration.Project, body: WireBody, isAdmin: Bool) async throws -> Updated {
+    func update(project: ProjectSettings, body: WireBody, isAdmin: Bool) async throws -> Updated {
         var user: UserAccount
         var caller: TokenIssuer.Verified?
         if isAdmin, body.string("idToken") == nil {
@@ -245,7 +245,7 @@ struct Accounts: Sendable {
     // MARK: admin create and batchGet
 
     /// `POST /v1/projects/{p}/accounts` (firebase-admin `create_user`).
-    func create(project: HeraldConfiguration.Project, body: WireBody) async throws -> [String: String] {
+    func create(project: ProjectSettings, body: WireBody) async throws -> [String: String] {
         let now = clock.now
         var user = UserAccount(
             localID: body.string("localId") ?? SecureRandom.alphanumeric(28), projectID: project.id, createdAt: now, lastLoginAt: now)
@@ -280,7 +280,7 @@ struct Accounts: Sendable {
     }
 
     /// `GET /v1/projects/{p}/accounts:batchGet?maxResults=&nextPageToken=` (firebase-admin `list_users`).
-    func batchGet(project: HeraldConfiguration.Project, maxResults: Int?, pageToken: String?) async throws -> Batch {
+    func batchGet(project: ProjectSettings, maxResults: Int?, pageToken: String?) async throws -> Batch {
         let limit = min(max(maxResults ?? 20, 1), 1000)
         let users = try await store.users(projectID: project.id, after: pageToken, limit: limit)
         return Batch(users: users.isEmpty ? nil : users.map(UserInfo.init), nextPageToken: users.count == limit ? users.last?.localID : nil)

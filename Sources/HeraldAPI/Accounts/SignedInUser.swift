@@ -11,7 +11,7 @@ struct SignedInUser: Sendable {
     /// `tokens.recentLogin`.
     let recentLogin: Duration
 
-    func resolve(_ idToken: String?, project: HeraldConfiguration.Project) async throws -> (user: UserAccount, token: TokenIssuer.Verified) {
+    func resolve(_ idToken: String?, project: ProjectSettings) async throws -> (user: UserAccount, token: TokenIssuer.Verified) {
         guard let idToken else { throw HeraldError(.missingIDToken) }
         let verified = try await tokens.verify(idToken, projectID: project.id, now: clock.now)
         guard let user = try await store.user(projectID: project.id, localID: verified.localID) else { throw HeraldError(.userNotFound) }
@@ -24,7 +24,7 @@ struct SignedInUser: Sendable {
 
     /// `resolve`, for sensitive changes: the sign-in behind the token must be recent
     /// (`tokens.recentLogin`), else CREDENTIAL_TOO_OLD_LOGIN_AGAIN and the app re-authenticates.
-    func resolveRecent(_ idToken: String?, project: HeraldConfiguration.Project) async throws -> (user: UserAccount, token: TokenIssuer.Verified) {
+    func resolveRecent(_ idToken: String?, project: ProjectSettings) async throws -> (user: UserAccount, token: TokenIssuer.Verified) {
         let resolved = try await resolve(idToken, project: project)
         try requireRecent(resolved.token)
         return resolved

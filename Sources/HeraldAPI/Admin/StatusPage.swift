@@ -3,6 +3,7 @@ import HTTPTypes
 import HeraldAMQP
 import HeraldCore
 import HeraldCurl
+import HeraldRuntime
 import Hummingbird
 import NIOCore
 

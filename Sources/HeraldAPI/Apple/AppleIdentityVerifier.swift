@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldCurl
+import HeraldRuntime
 import JWTKit
 import Logging
 
@@ -24,7 +25,7 @@ struct AppleIdentityVerifier: Sendable {
         self.clock = clock
     }
 
-    static func key(_ apple: HeraldConfiguration.Project.Apple) -> String { apple.jwksUrl + "\n" + (apple.caFile ?? "") }
+    static func key(_ apple: ProjectSettings.Apple) -> String { apple.jwksUrl + "\n" + (apple.caFile ?? "") }
 
     /// A token that passed every check, with its claims as JSON text (Identity Toolkit's `rawUserInfo`).
     struct Verified: Sendable {
@@ -32,7 +33,7 @@ struct AppleIdentityVerifier: Sendable {
         var rawClaims: String
     }
 
-    func verify(_ idToken: String, rawNonce: String?, project: HeraldConfiguration.Project) async throws(HeraldError) -> Verified {
+    func verify(_ idToken: String, rawNonce: String?, project: ProjectSettings) async throws(HeraldError) -> Verified {
         let parts = idToken.split(separator: ".", omittingEmptySubsequences: false)
         guard CompactJWS.isCanonical(idToken), parts.count == 3, let headerData = Self.base64URLDecoded(parts[0]),
             let payloadData = Self.base64URLDecoded(parts[1]),

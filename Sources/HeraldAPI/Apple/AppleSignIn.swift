@@ -70,7 +70,7 @@ struct AppleSignIn: Sendable {
         var error: HeraldError
     }
 
-    func signIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> Answer {
+    func signIn(project: ProjectSettings, body: WireBody) async throws -> Answer {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard let requestURI = body.string("requestUri") else { throw HeraldError(.missingRequestURI) }
         guard let components = URLComponents(string: requestURI), components.scheme != nil else { throw HeraldError(.invalidRequestURI) }
@@ -157,7 +157,7 @@ struct AppleSignIn: Sendable {
 
     /// The account the credential signs in to (see the type's comment for the rules).
     private func account(
-        for credential: Credential, linkingTo linking: UserAccount?, project: HeraldConfiguration.Project, attempt: Int = 0
+        for credential: Credential, linkingTo linking: UserAccount?, project: ProjectSettings, attempt: Int = 0
     ) async throws -> Resolution {
         let now = clock.now
         let identity = credential.identity(linkedAt: now)
@@ -219,7 +219,7 @@ struct AppleSignIn: Sendable {
         }
     }
 
-    private func retry(_ credential: Credential, project: HeraldConfiguration.Project, attempt: Int) async throws -> Resolution {
+    private func retry(_ credential: Credential, project: ProjectSettings, attempt: Int) async throws -> Resolution {
         guard attempt < 2 else { throw HeraldError(.unavailable, "The account is changing. Try again.", retryAfter: .seconds(1)) }
         return try await account(for: credential, linkingTo: nil, project: project, attempt: attempt + 1)
     }

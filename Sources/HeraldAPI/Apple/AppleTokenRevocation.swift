@@ -21,7 +21,7 @@ import Metrics
 /// answers `{}` without a second job (unless the first was never confirmed by the broker).
 struct AppleTokenRevocation: Sendable {
     let store: any DeliveryLedger & RateLimitStore
-    let limits: HeraldConfiguration.Limits
+    let limits: LimitSettings
     let publisher: any JobPublisher
     let signedIn: SignedInUser
     let keys: HeraldKeys
@@ -34,7 +34,7 @@ struct AppleTokenRevocation: Sendable {
     static let refreshTokenLifetime: TimeInterval = 7 * 86_400
 
     func revoke(
-        project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, clientKey: String?, traceparent: TraceParent
+        project: ProjectSettings, body: WireBody, bundleID: String?, clientKey: String?, traceparent: TraceParent
     ) async throws -> [String: String] {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard body.string("providerId") == AppleSignIn.providerID else {

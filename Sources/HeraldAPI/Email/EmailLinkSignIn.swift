@@ -9,7 +9,7 @@ struct EmailLinkSignIn: Sendable {
     let store: any OobCodeStore & AccountStore & DeliveryLedger & RateLimitStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
-    let limits: HeraldConfiguration.Limits
+    let limits: LimitSettings
     let leases: LeasedLimits
     let completion: SignInCompletion
     let signedIn: SignedInUser
@@ -42,7 +42,7 @@ struct EmailLinkSignIn: Sendable {
         "PASSWORD_RESET", "VERIFY_EMAIL", "VERIFY_AND_CHANGE_EMAIL", "RECOVER_EMAIL", "REVERT_SECOND_FACTOR_ADDITION",
     ]
 
-    func sendOobCode(project: HeraldConfiguration.Project, body: WireBody, origin: Origin) async throws -> Sent {
+    func sendOobCode(project: ProjectSettings, body: WireBody, origin: Origin) async throws -> Sent {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard let requestType = body.string("requestType") else { throw HeraldError(.missingRequestType) }
         let returnLink = body.bool("returnOobLink") == true
@@ -147,7 +147,7 @@ struct EmailLinkSignIn: Sendable {
         var mfaInfo: [SignInCompletion.MFAInfo]?
     }
 
-    func signIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> SignedIn {
+    func signIn(project: ProjectSettings, body: WireBody) async throws -> SignedIn {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard project.emailLink.enabled else { throw HeraldError(.operationNotAllowed) }
         guard let rawEmail = body.string("email") else { throw HeraldError(.missingEmail) }
@@ -193,7 +193,7 @@ struct EmailLinkSignIn: Sendable {
     /// control of an address that an account holds unverified unlinks the account's other credentials
     /// (password, phone, second factors) and revokes its earlier sessions (someone else may have set it up).
     private func account(
-        for email: String, linkingTo linking: UserAccount?, project: HeraldConfiguration.Project, now: Date
+        for email: String, linkingTo linking: UserAccount?, project: ProjectSettings, now: Date
     ) async throws -> (UserAccount, Bool) {
         if var user = linking {
             // Replacing a proven address is an email change: earlier sessions end (the answer carries new ones).
@@ -267,7 +267,7 @@ struct EmailLinkSignIn: Sendable {
     }
 
     /// The continue URL, checked against the project's authorized domains.
-    static func continueURL(_ text: String?, project: HeraldConfiguration.Project, required: Bool) throws(HeraldError) -> ContinueURL? {
+    static func continueURL(_ text: String?, project: ProjectSettings, required: Bool) throws(HeraldError) -> ContinueURL? {
         guard let text else {
             if required { throw HeraldError(.missingContinueURI) }
             return nil
@@ -285,7 +285,7 @@ struct EmailLinkSignIn: Sendable {
     /// The handler the link points at: `emailLink.actionUrl`, or the same path on `linkDomain`, which must
     /// be `actionUrl`'s host or one of `emailLink.linkDomains`, exactly: the link's host receives its code,
     /// so the requester may not pick any host under an authorized domain.
-    static func actionURL(project: HeraldConfiguration.Project, linkDomain: String?) throws(HeraldError) -> String {
+    static func actionURL(project: ProjectSettings, linkDomain: String?) throws(HeraldError) -> String {
         guard let linkDomain else { return project.emailLink.actionUrl }
         let host = linkDomain.lowercased()
         guard host.utf8.allSatisfy({ $0 < 0x80 }), project.emailLink.isLinkDomain(host) else {

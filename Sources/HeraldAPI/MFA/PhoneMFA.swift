@@ -21,13 +21,12 @@ struct PhoneMFA: Sendable {
         var refreshToken: String
     }
 
-    private func gate(_ project: HeraldConfiguration.Project) throws(HeraldError) {
+    private func gate(_ project: ProjectSettings) throws(HeraldError) {
         guard project.mfa.phoneEnabled else { throw HeraldError(.operationNotAllowed, "SMS based MFA not enabled.") }
     }
 
     /// Sends an enrollment code to `phoneEnrollmentInfo.phoneNumber` for the signed-in user.
-    func startEnrollment(project: HeraldConfiguration.Project, body: WireBody, origin: PhoneSignIn.Origin) async throws -> [String: [String: String]]
-    {
+    func startEnrollment(project: ProjectSettings, body: WireBody, origin: PhoneSignIn.Origin) async throws -> [String: [String: String]] {
         try gate(project)
         let (user, token) = try await signedIn.resolveRecent(body.string("idToken"), project: project)
         guard token.provider != "phone", token.provider != "anonymous", token.provider != "custom", user.email != nil else {
@@ -50,7 +49,7 @@ struct PhoneMFA: Sendable {
     }
 
     /// Checks the enrollment code and adds the factor; answers tokens that carry it.
-    func finalizeEnrollment(project: HeraldConfiguration.Project, body: WireBody) async throws -> Tokens {
+    func finalizeEnrollment(project: ProjectSettings, body: WireBody) async throws -> Tokens {
         try gate(project)
         var (user, token) = try await signedIn.resolveRecent(body.string("idToken"), project: project)
         guard let info = body.object("phoneVerificationInfo") else { throw HeraldError(.invalidArgument, "((Missing phoneVerificationInfo.))") }
@@ -79,7 +78,7 @@ struct PhoneMFA: Sendable {
     }
 
     /// Removes a factor; answers fresh tokens without it.
-    func withdraw(project: HeraldConfiguration.Project, body: WireBody) async throws -> Tokens {
+    func withdraw(project: ProjectSettings, body: WireBody) async throws -> Tokens {
         try gate(project)
         var (user, token) = try await signedIn.resolveRecent(body.string("idToken"), project: project)
         guard let enrollmentID = body.string("mfaEnrollmentId"),
@@ -94,7 +93,7 @@ struct PhoneMFA: Sendable {
     }
 
     /// Sends a code to the enrolled number (never to a number the client names: iOS sends it masked).
-    func startSignIn(project: HeraldConfiguration.Project, body: WireBody, origin: PhoneSignIn.Origin) async throws -> [String: [String: String]] {
+    func startSignIn(project: ProjectSettings, body: WireBody, origin: PhoneSignIn.Origin) async throws -> [String: [String: String]] {
         try gate(project)
         guard let credential = body.string("mfaPendingCredential") else {
             throw HeraldError(.missingMFAPendingCredential, "Request does not have MFA pending credential.")
@@ -119,7 +118,7 @@ struct PhoneMFA: Sendable {
     }
 
     /// Checks the second-factor code; answers the tokens the first factor withheld.
-    func finalizeSignIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> Tokens {
+    func finalizeSignIn(project: ProjectSettings, body: WireBody) async throws -> Tokens {
         try gate(project)
         guard let credential = body.string("mfaPendingCredential") else {
             throw HeraldError(.missingCredential, "Please set MFA Pending Credential.")

@@ -12,14 +12,14 @@ final class AppVerifier: Sendable {
     let store: any AppVerificationStore & DeliveryLedger & RateLimitStore
     let publisher: any JobPublisher
     let keys: HeraldKeys
-    let limits: HeraldConfiguration.Limits
+    let limits: LimitSettings
     let captcha: CaptchaVerifier
     let clock: any WallClock
     let logger: Logger
 
     init(
         store: any AppVerificationStore & DeliveryLedger & RateLimitStore, publisher: any JobPublisher, keys: HeraldKeys,
-        limits: HeraldConfiguration.Limits, captcha: CaptchaVerifier, clock: any WallClock, logger: Logger
+        limits: LimitSettings, captcha: CaptchaVerifier, clock: any WallClock, logger: Logger
     ) {
         self.store = store
         self.publisher = publisher
@@ -33,7 +33,7 @@ final class AppVerifier: Sendable {
     /// `verifyClient` / `accounts:verifyIosClient`: returns the receipt and how long the SDK should wait
     /// for the push, once the broker confirmed the push job.
     func verifyIosClient(
-        project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, clientKey: String?, traceparent: TraceParent
+        project: ProjectSettings, body: WireBody, bundleID: String?, clientKey: String?, traceparent: TraceParent
     ) async throws -> (receipt: String, suggestedTimeout: String) {
         guard let appToken = body.string("appToken") else { throw HeraldError(.missingIOSAppToken) }
         guard let bundleID, bundleID.isEmpty == false else { throw HeraldError(.missingIOSBundleID) }
@@ -112,7 +112,7 @@ final class AppVerifier: Sendable {
     /// testing mode (`appVerificationDisabledForTesting`, always on with `useEmulator`) sends, and is
     /// accepted for a test number (fictional, fixed code, nothing is sent); a credential a test-number send
     /// does carry is checked like any other, unless `disabledForTesting` skips the check for them entirely.
-    func check(project: HeraldConfiguration.Project, body: WireBody, bundleID: String?, isTestNumber: Bool) async throws -> Verdict {
+    func check(project: ProjectSettings, body: WireBody, bundleID: String?, isTestNumber: Bool) async throws -> Verdict {
         let settings = project.appVerification
         guard settings.required, isTestNumber == false || settings.disabledForTesting == false else { return Verdict() }
         guard
@@ -140,7 +140,7 @@ final class AppVerifier: Sendable {
         }
     }
 
-    func verifyCaptcha(_ token: String, project: HeraldConfiguration.Project, remoteIP: String?) async throws {
+    func verifyCaptcha(_ token: String, project: ProjectSettings, remoteIP: String?) async throws {
         try await captcha.verify(token, remoteIP: remoteIP, settings: project.appVerification)
     }
 }

@@ -11,7 +11,7 @@ struct CaptchaVerifier: Sendable {
 
     /// Passes, or throws CAPTCHA_CHECK_FAILED (refused, low score, not configured) or UNAVAILABLE
     /// (the endpoint could not be asked: failing closed, but retryable).
-    func verify(_ token: String, remoteIP: String?, settings: HeraldConfiguration.Project.AppVerification) async throws {
+    func verify(_ token: String, remoteIP: String?, settings: ProjectSettings.AppVerification) async throws {
         guard let url = settings.captchaVerifyUrl, let secret = settings.captchaSecret else {
             throw HeraldError(.captchaCheckFailed, "Captcha verification is not configured for this project.")
         }

@@ -10,7 +10,7 @@ struct PhoneSignIn: Sendable {
     let publisher: any JobPublisher
     let keys: HeraldKeys
     let tokens: TokenIssuer
-    let limits: HeraldConfiguration.Limits
+    let limits: LimitSettings
     /// Slices of the busy shared limits (`limits.leasing`) this process spends without the store.
     let leases: LeasedLimits
     let verifier: AppVerifier
@@ -80,7 +80,7 @@ struct PhoneSignIn: Sendable {
     /// that is a user's first factor while the user has an SMS second factor gets no code at all
     /// (UNSUPPORTED_FIRST_FACTOR): the admission checks that in its own transaction, so it costs no
     /// store round trip of its own, which is why it comes after the app credential's check.
-    func sendVerificationCode(project: HeraldConfiguration.Project, body: WireBody, origin: Origin) async throws -> String {
+    func sendVerificationCode(project: ProjectSettings, body: WireBody, origin: Origin) async throws -> String {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard project.phone.enabled else { throw HeraldError(.operationNotAllowed) }
         let phone = try Self.parsePhone(body.string("phoneNumber"))
@@ -114,7 +114,7 @@ struct PhoneSignIn: Sendable {
     /// Sign-in, second-factor enrollment and second-factor sign-in all send through here; only a
     /// sign-in refuses numbers that are a first factor of a user with an SMS second factor.
     func issueCode(
-        project: HeraldConfiguration.Project, phone: PhoneNumber, purpose: SessionPurpose, template: SMSMessage.Template, origin: Origin,
+        project: ProjectSettings, phone: PhoneNumber, purpose: SessionPurpose, template: SMSMessage.Template, origin: Origin,
         credentialHash: String?, refuseSecondFactorHolders: Bool = false
     ) async throws -> String {
         let fixedCode = project.phone.testNumbers[phone.e164]
@@ -192,7 +192,7 @@ struct PhoneSignIn: Sendable {
     /// `idToken`, links the number to that user (or, as `operation: UPDATE`, replaces its number); with
     /// `operation: REAUTH`, signs in only the user who holds the number. A `temporaryProof` (from a link
     /// refused because another account holds the number) stands for a verified session.
-    func signIn(project: HeraldConfiguration.Project, body: WireBody) async throws -> SignedIn {
+    func signIn(project: ProjectSettings, body: WireBody) async throws -> SignedIn {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         let operation = try Operation(body.string("operation"))
         let phoneNumber: String
@@ -253,7 +253,7 @@ struct PhoneSignIn: Sendable {
     /// sign in to that account with it.
     private func link(
         _ phoneNumber: String, proven: Bool, to caller: (user: UserAccount, token: TokenIssuer.Verified), operation: Operation,
-        project: HeraldConfiguration.Project
+        project: ProjectSettings
     ) async throws -> SignedIn {
         var user = caller.user
         func refused(_ holder: UserAccount) -> SignedIn {
@@ -324,7 +324,7 @@ struct PhoneSignIn: Sendable {
     /// Uses the proof up, once the account it was issued for still holds the number with the same
     /// `validSince`. Its hash goes into the store's spent credentials (until the proof's expiry), where
     /// every herald-api sees it: a second use, here or elsewhere, is INVALID_TEMPORARY_PROOF.
-    func spend(_ proof: String, _ opened: Proof, project: HeraldConfiguration.Project) async throws {
+    func spend(_ proof: String, _ opened: Proof, project: ProjectSettings) async throws {
         guard let holder = try await store.user(projectID: project.id, phoneNumber: opened.phoneNumber), holder.localID == opened.holder,
             holder.validSince?.millisecondsSince1970 == opened.holderValidSince
         else { throw HeraldError(.invalidTemporaryProof) }
@@ -337,7 +337,7 @@ struct PhoneSignIn: Sendable {
     /// Spends one check attempt of the session and, with the right code, consumes it. A session made for
     /// another purpose answers INVALID_SESSION_INFO, as an unknown one does.
     func checkCode(
-        project: HeraldConfiguration.Project, sessionInfo: String, code: String, purpose accepts: (SessionPurpose) -> Bool
+        project: ProjectSettings, sessionInfo: String, code: String, purpose accepts: (SessionPurpose) -> Bool
     ) async throws -> VerificationSession {
         let sessionID = SessionToken.storageID(for: sessionInfo)
         var reservation = try await store.reserveCheckAttempt(sessionID: sessionID)
@@ -379,7 +379,7 @@ struct PhoneSignIn: Sendable {
     /// when all pass, the session and its ledger row. Returns the limit checks spent (to give back if
     /// publishing fails). Refusals name the limit in a log line and a metric, never the code.
     private func admit(
-        project: HeraldConfiguration.Project, phone: PhoneNumber, session: VerificationSession, origin: Origin, now: Date,
+        project: ProjectSettings, phone: PhoneNumber, session: VerificationSession, origin: Origin, now: Date,
         refuseSecondFactorHolders: Bool
     ) async throws -> [LimitCheck] {
         guard RegionPolicy.allows(phone.region, project.phone.regions) else {
@@ -436,7 +436,7 @@ struct PhoneSignIn: Sendable {
         return HeraldError(code, detail, retryAfter: refusal.retryAfter)
     }
 
-    private func refused(_ project: HeraldConfiguration.Project, _ phone: PhoneNumber, limit: String, policy: String) {
+    private func refused(_ project: ProjectSettings, _ phone: PhoneNumber, limit: String, policy: String) {
         logger.notice(
             "send refused by a limit",
             metadata: ["project": .string(project.id), "limit": .string(limit), "policy": .string(policy), "phone": .string(phone.masked)])
@@ -444,12 +444,12 @@ struct PhoneSignIn: Sendable {
         count(project, "refused", phone)
     }
 
-    private func count(_ project: HeraldConfiguration.Project, _ outcome: String, _ phone: PhoneNumber) {
+    private func count(_ project: ProjectSettings, _ outcome: String, _ phone: PhoneNumber) {
         metrics.sends(project: project.id, outcome: outcome, country: phone.region).increment()
     }
 
     /// What the worker needs to render the SMS: the sealed code and the project's text settings.
-    static func smsParams(_ project: HeraldConfiguration.Project, sealedCode: String) -> [String: String] {
+    static func smsParams(_ project: ProjectSettings, sealedCode: String) -> [String: String] {
         var params = ["codeSealed": sealedCode, "app": project.displayName]
         if let domain = project.phone.originDomain { params["originDomain"] = domain }
         if let hash = project.phone.androidAppHash { params["appHash"] = hash }

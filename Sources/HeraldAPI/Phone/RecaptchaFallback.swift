@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 import NIOCore
 
@@ -40,7 +41,7 @@ struct RecaptchaFallback: Sendable {
         var projectId: String
         var authorizedDomains: [String]
 
-        init(project: HeraldConfiguration.Project) {
+        init(project: ProjectSettings) {
             projectId = project.id
             authorizedDomains = project.authorizedDomains
         }
@@ -51,14 +52,14 @@ struct RecaptchaFallback: Sendable {
         var kind = "identitytoolkit#GetRecaptchaParamResponse"
         var recaptchaSiteKey: String?
 
-        init(project: HeraldConfiguration.Project) {
+        init(project: ProjectSettings) {
             recaptchaSiteKey = project.appVerification.captchaSiteKey
         }
     }
 
     /// Where the page returns to, decided from the request and the project's apps; nil: refuse.
     static func callback(
-        for query: [String: String], project: HeraldConfiguration.Project
+        for query: [String: String], project: ProjectSettings
     ) -> (scheme: String, eventID: String)? {
         guard query["authType"] == "verifyApp", let bundleID = query["ibi"],
             let eventID = query["eventId"], (1...64).contains(eventID.count), eventID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 import NIOCore
 
@@ -185,7 +186,7 @@ struct EmulatorRoutes: Sendable {
         }
     }
 
-    private func project(_ request: Request, _ context: HeraldRequestContext) throws -> HeraldConfiguration.Project {
+    private func project(_ request: Request, _ context: HeraldRequestContext) throws -> ProjectSettings {
         guard Self.namesLoopback(authority: request.head.authority) else {
             throw HeraldError(.insufficientPermission, "Dev endpoints answer only requests to a loopback host.")
         }

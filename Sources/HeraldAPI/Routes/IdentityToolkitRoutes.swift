@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 import Logging
 import NIOCore
@@ -126,7 +127,7 @@ struct IdentityToolkitRoutes: Sendable {
     }
 
     func handle(
-        operation: String, project: HeraldConfiguration.Project, _ request: Request, _ context: HeraldRequestContext
+        operation: String, project: ProjectSettings, _ request: Request, _ context: HeraldRequestContext
     ) async throws -> Response {
         let isAdmin = admin.isAdmin(authorization: request.headers.value(.authorization))
         switch operation {
@@ -202,7 +203,7 @@ struct IdentityToolkitRoutes: Sendable {
     }
 
     /// The project named in an admin path; only admin callers get it.
-    func adminProject(_ request: Request, _ context: HeraldRequestContext) throws -> HeraldConfiguration.Project {
+    func adminProject(_ request: Request, _ context: HeraldRequestContext) throws -> ProjectSettings {
         guard admin.isAdmin(authorization: request.headers.value(.authorization)) else { throw HeraldError(.insufficientPermission) }
         guard let id = context.parameters.get("project"), let project = resolver.configuration.project(id: id) else {
             throw HeraldError(.notFound)
@@ -246,7 +247,7 @@ struct RecaptchaConfig: Encodable {
     var recaptchaKey: String?
     var recaptchaEnforcementState: [State]
 
-    init(project: HeraldConfiguration.Project) {
+    init(project: ProjectSettings) {
         let enforced = project.appVerification.enforcesRecaptchaEnterprise
         recaptchaKey = enforced ? project.appVerification.captchaSiteKey.map { "projects/\(project.id)/keys/\($0)" } : nil
         recaptchaEnforcementState = [

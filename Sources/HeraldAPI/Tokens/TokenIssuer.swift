@@ -2,6 +2,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import JWTKit
 
 /// Issues Firebase-shaped ID tokens (RS256) and opaque refresh tokens, and publishes the public key.

@@ -18,7 +18,7 @@ struct TokenRefresh: Sendable {
         var project_id: String
     }
 
-    func refresh(project: HeraldConfiguration.Project, body: WireBody) async throws -> Refreshed {
+    func refresh(project: ProjectSettings, body: WireBody) async throws -> Refreshed {
         guard let grantType = body.string("grantType") else { throw HeraldError(.missingGrantType) }
         guard grantType == "refresh_token" else { throw HeraldError(.invalidGrantType) }
         guard let token = body.string("refreshToken") else { throw HeraldError(.missingRefreshToken) }

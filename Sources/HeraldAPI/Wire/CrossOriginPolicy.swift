@@ -1,5 +1,6 @@
 import HTTPTypes
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 
 /// Which web pages may call Herald from a browser (CORS), decided per request.

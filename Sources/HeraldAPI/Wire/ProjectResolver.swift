@@ -1,5 +1,6 @@
 import HTTPTypes
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 
 /// Finds the project from the request's API key (`?key=` or `x-goog-api-key`), as Identity Toolkit does.
@@ -33,7 +34,7 @@ struct ProjectResolver: Sendable {
         }
     }
 
-    func project(for request: Request) throws(HeraldError) -> HeraldConfiguration.Project {
+    func project(for request: Request) throws(HeraldError) -> ProjectSettings {
         let key = Self.apiKey(of: request)
         guard let key, key.isEmpty == false else { throw HeraldError(.missingAPIKey) }
         guard let project = configuration.project(forAPIKey: key) else { throw HeraldError(.invalidAPIKey) }

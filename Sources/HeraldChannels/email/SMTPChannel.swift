@@ -9,9 +9,9 @@ import HeraldCurl
 public struct SMTPChannel: EmailChannel {
     public let name = "smtp"
     let client: CurlClient
-    let settings: HeraldConfiguration.Email
+    let settings: EmailSettings
 
-    public init(client: CurlClient, settings: HeraldConfiguration.Email) {
+    public init(client: CurlClient, settings: EmailSettings) {
         self.client = client
         self.settings = settings
     }

@@ -10,11 +10,11 @@ import Logging
 public struct HTTPGatewayChannel: DeliveryChannel {
     public let name = "http"
     let client: CurlClient
-    let settings: HeraldConfiguration.SMS.HTTPGateway
+    let settings: SMSSettings.HTTPGateway
     let escaping: Template.Escaping
     let messageID: JSONPointer?
 
-    public init(client: CurlClient, settings: HeraldConfiguration.SMS.HTTPGateway) {
+    public init(client: CurlClient, settings: SMSSettings.HTTPGateway) {
         self.client = client
         self.settings = settings
         self.messageID = settings.messageIdPath.flatMap(JSONPointer.init)

@@ -10,17 +10,17 @@ import Foundation
 /// its text in plain form: sealed values (a code, a link) are made only by herald-api, which also keeps
 /// the session they belong to. Pure: the worker asks the store about prefix blocks afterwards.
 public struct ForeignJobPolicy: Sendable {
-    let producers: [String: HeraldConfiguration.Integrations.Producer]
+    let producers: [String: IntegrationSettings.Producer]
     /// Each producer's key, its pads hashed once.
     let signers: [String: KeyedHMAC]
-    let projects: [String: HeraldConfiguration.Project]
+    let projects: [String: ProjectSettings]
     let prefixDigits: Int
 
-    public init(configuration: HeraldConfiguration) {
+    /// The policy of `integrations`' producers over `projects`; `prefixDigits` is `limits.prefixDigits`.
+    public init(integrations: IntegrationSettings, projects: [ProjectSettings], prefixDigits: Int) {
         self.init(
-            producers: Dictionary(uniqueKeysWithValues: configuration.integrations.producers.map { ($0.id, $0) }),
-            projects: Dictionary(uniqueKeysWithValues: configuration.projects.map { ($0.id, $0) }),
-            prefixDigits: configuration.limits.prefixDigits)
+            producers: Dictionary(uniqueKeysWithValues: integrations.producers.map { ($0.id, $0) }),
+            projects: Dictionary(uniqueKeysWithValues: projects.map { ($0.id, $0) }), prefixDigits: prefixDigits)
     }
 
     /// The AMQP header naming the producer.
@@ -33,7 +33,7 @@ public struct ForeignJobPolicy: Sendable {
 
         public var id: String {
             switch self {
-            case .heraldAPI: HeraldConfiguration.Integrations.heraldAPI
+            case .heraldAPI: IntegrationSettings.heraldAPI
             case .producer(let id): id
             }
         }
@@ -51,8 +51,8 @@ public struct ForeignJobPolicy: Sendable {
 
     /// Checks the signature under the key the producer header names (`own`: herald-api's).
     public func authenticate(body: Data, producer: String?, signature: String?, own: KeyedHMAC) -> Result<Origin, Refusal> {
-        let named = producer ?? HeraldConfiguration.Integrations.heraldAPI
-        if named == HeraldConfiguration.Integrations.heraldAPI {
+        let named = producer ?? IntegrationSettings.heraldAPI
+        if named == IntegrationSettings.heraldAPI {
             guard JobSignature.verify(body, signature: signature, signer: own) else {
                 return .failure(
                     Refusal(
@@ -113,7 +113,7 @@ extension ForeignJobPolicy {
     /// No foreign producers: only herald-api's jobs verify.
     public static let none = ForeignJobPolicy(producers: [:], projects: [:], prefixDigits: 6)
 
-    init(producers: [String: HeraldConfiguration.Integrations.Producer], projects: [String: HeraldConfiguration.Project], prefixDigits: Int) {
+    init(producers: [String: IntegrationSettings.Producer], projects: [String: ProjectSettings], prefixDigits: Int) {
         self.producers = producers
         self.signers = producers.mapValues { KeyedHMAC(key: SymmetricKey(data: $0.key)) }
         self.projects = projects

@@ -92,7 +92,7 @@ public struct LimitCheck: Sendable, Equatable {
 
     /// The limits of one send, in the order they are checked (cheapest abuse first).
     public static func forSend(
-        project: String, phone: PhoneNumber, clientKey: String?, limits: HeraldConfiguration.Limits
+        project: String, phone: PhoneNumber, clientKey: String?, limits: LimitSettings
     ) -> [LimitCheck] {
         // Appended into one array sized up front (no array per kind): this runs on every send.
         var checks: [LimitCheck] = []
@@ -113,7 +113,7 @@ public struct LimitCheck: Sendable, Equatable {
     }
 
     /// The limits of one `verifyClient` (a silent push).
-    public static func forPush(project: String, deviceTokenHash: String, clientKey: String?, limits: HeraldConfiguration.Limits) -> [LimitCheck] {
+    public static func forPush(project: String, deviceTokenHash: String, clientKey: String?, limits: LimitSettings) -> [LimitCheck] {
         var checks: [LimitCheck] = []
         if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
         checks += limits.pushesPerDevice.map { LimitCheck(kind: .device, scope: project, subject: deviceTokenHash, policy: $0) }
@@ -122,7 +122,7 @@ public struct LimitCheck: Sendable, Equatable {
 
     /// The limits of one sign-in email: per client address, per recipient's mailbox
     /// (`EmailAddress.mailbox`), per project.
-    public static func forEmail(project: String, email: String, clientKey: String?, limits: HeraldConfiguration.Limits) -> [LimitCheck] {
+    public static func forEmail(project: String, email: String, clientKey: String?, limits: LimitSettings) -> [LimitCheck] {
         var checks: [LimitCheck] = []
         if let clientKey { checks += limits.perIP.map { LimitCheck(kind: .ip, scope: project, subject: clientKey, policy: $0) } }
         checks += limits.perEmail.map { LimitCheck(kind: .email, scope: project, subject: email, policy: $0) }
@@ -136,7 +136,7 @@ public struct LimitCheck: Sendable, Equatable {
     }
 
     /// The limits of one code check.
-    public static func forCheck(project: String, phoneNumber: String, limits: HeraldConfiguration.Limits) -> [LimitCheck] {
+    public static func forCheck(project: String, phoneNumber: String, limits: LimitSettings) -> [LimitCheck] {
         limits.checksPerNumber.map { LimitCheck(kind: .checks, scope: project, subject: phoneNumber, policy: $0) }
     }
 

@@ -6,7 +6,7 @@ public enum RegionPolicy {
     public static let refusalDetail = "SMS unable to be sent until this region enabled by the app developer"
 
     /// True when SMS to `region` may be sent under `regions`.
-    public static func allows(_ region: String, _ regions: HeraldConfiguration.Project.Regions) -> Bool {
+    public static func allows(_ region: String, _ regions: ProjectSettings.Regions) -> Bool {
         if regions.allow.isEmpty == false { return regions.allow.contains(region) }
         return regions.deny.contains(region) == false
     }

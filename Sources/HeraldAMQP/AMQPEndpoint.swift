@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// The parts of an `amqp://user:pass@host:port/vhost` or `amqps://…` URL (vhost percent-decoded,
 /// `%2f` = `/`; default port 5672, or 5671 with TLS).
 public struct AMQPEndpoint: Sendable, Equatable {

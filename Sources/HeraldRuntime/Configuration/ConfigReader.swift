@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Reads one section of the configuration tree strictly: every key must be read by the schema, every
 /// value must have the expected shape, and `HERALD_<UPPER_SNAKE_PATH>` environment variables override keys.

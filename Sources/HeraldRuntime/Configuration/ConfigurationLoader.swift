@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import HeraldAMQP
+import HeraldChannels
 import HeraldCore
 import Yams
 
@@ -68,10 +70,10 @@ public enum ConfigurationLoader {
         }.sorted()
         configuration.sms.templates = try loadTemplates(
             directory: configuration.sms.templateDir, key: "sms.templateDir",
-            files: HeraldConfiguration.smsTemplateNames.map { ("\($0).txt", $0) }, placeholders: HeraldConfiguration.smsTextPlaceholders)
+            files: SMSSettings.templateNames.map { ("\($0).txt", $0) }, placeholders: SMSSettings.textPlaceholders)
         configuration.email.templates = try loadTemplates(
             directory: configuration.email.templateDir, key: "email.templateDir",
-            files: HeraldConfiguration.emailTemplateFiles.map { ($0, $0) }, placeholders: HeraldConfiguration.emailPlaceholders)
+            files: EmailSettings.templateFiles.map { ($0, $0) }, placeholders: EmailSettings.placeholders)
         if let file = configuration.amqp.passwordFile {
             let password = try readSecret(file, key: "amqp.passwordFile")
             for index in configuration.amqp.endpoints.indices { configuration.amqp.endpoints[index].password = password }

@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// Where the shared store lives, parsed from `store.url`.
 ///
 /// - `sqlite:<path>`: one file, every process on one machine.

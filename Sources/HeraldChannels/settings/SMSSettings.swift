@@ -1,0 +1,103 @@
+import Foundation
+import HeraldCore
+
+/// `sms`: provider settings and message texts.
+public struct SMSSettings: Sendable {
+    /// Placeholders an SMS text may use.
+    public static let textPlaceholders: Set<String> = ["code", "app", "minutes"]
+    /// Message templates every locale directory may hold (`en` must hold all).
+    public static let templateNames = ["verification", "mfa"]
+
+    /// `http` (generic gateway) or `console` (prints messages; devMode only).
+    public var provider: Provider
+
+    /// Where SMS go.
+    public enum Provider: String, Sendable, CaseIterable {
+        /// The generic HTTP gateway (`sms.http`).
+        case http
+        /// The terminal, for development (devMode only).
+        case console
+    }
+    public var http: HTTPGateway
+    /// Directory of message texts per locale (`<dir>/<locale>/verification.txt`).
+    public var templateDir: String
+    /// The texts, loaded from `templateDir` by `ConfigurationLoader`.
+    public var templates: TemplateCatalog
+    /// Minimum time between two SMS to one number (workers delay the later one); zero disables.
+    public var perNumberSpacing: Duration
+    /// What a segment costs per destination country (ISO code), with an optional fallback.
+    public var prices: Prices = Prices()
+
+    /// `sms.prices`: `{US: {perSegment: 0.0079, currency: USD}, default: {…}}`, for
+    /// `herald_sms_cost_total{country,currency}`; countries without a price (and no default) cost nothing there.
+    public struct Prices: Sendable, Equatable {
+        public struct Price: Sendable, Equatable {
+            public var perSegment: Double
+            public var currency: String
+
+            public init(perSegment: Double, currency: String) {
+                self.perSegment = perSegment
+                self.currency = currency
+            }
+        }
+        public var byCountry: [String: Price]
+        public var fallback: Price?
+
+        public init(byCountry: [String: Price] = [:], fallback: Price? = nil) {
+            self.byCountry = byCountry
+            self.fallback = fallback
+        }
+
+        /// The price of an SMS to `country`, if any.
+        public func price(for country: String) -> Price? { byCountry[country] ?? fallback }
+    }
+
+    /// `sms.http`: the generic HTTP gateway.
+    public struct HTTPGateway: Sendable {
+        /// Placeholders a gateway request body may use.
+        public static let bodyPlaceholders: Set<String> = ["to", "body", "reference", "expiresAt", "project"]
+        /// Default gateway body: JSON, escaped as JSON strings.
+        public static let defaultBody = #"{"to":"{{to}}","body":"{{body}}","reference":"{{reference}}"}"#
+
+        public var url: String?
+        public var headers: [String: String]
+        /// Request body; placeholders `{{to}}`, `{{body}}`, `{{reference}}`, `{{expiresAt}}`.
+        public var bodyTemplate: Template
+        /// Content-Type of the body; decides how placeholder values are escaped.
+        public var contentType: String
+        public var timeout: Duration
+        /// Provider throughput, shared by every sms worker through the store.
+        public var rate: RatePolicy
+        /// Key of the HMAC-SHA256 that signs the gateway's delivery receipts
+        /// (`POST /callbacks/sms/http`, `ReceiptSignature`); nil turns receipts off.
+        public var callbackSecret: Data?
+        /// A JSON pointer (RFC 6901, `/id`, `/messages/0/id`) to the provider's message id in the
+        /// gateway's 2xx answer; nil when the gateway gives none.
+        public var messageIdPath: String?
+
+        public init(
+            url: String?, headers: [String: String], bodyTemplate: Template, contentType: String, timeout: Duration, rate: RatePolicy,
+            callbackSecret: Data?, messageIdPath: String?
+        ) {
+            self.url = url
+            self.headers = headers
+            self.bodyTemplate = bodyTemplate
+            self.contentType = contentType
+            self.timeout = timeout
+            self.rate = rate
+            self.callbackSecret = callbackSecret
+            self.messageIdPath = messageIdPath
+        }
+    }
+
+    public init(
+        provider: Provider, http: HTTPGateway, templateDir: String, templates: TemplateCatalog, perNumberSpacing: Duration, prices: Prices = Prices()
+    ) {
+        self.provider = provider
+        self.http = http
+        self.templateDir = templateDir
+        self.templates = templates
+        self.perNumberSpacing = perNumberSpacing
+        self.prices = prices
+    }
+}
