@@ -288,7 +288,9 @@ let package = Package(
         .testTarget(
             name: "HeraldWorkerTests",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldTesting", "HeraldWorker", .product(name: "Logging", package: "swift-log"),
+                "HeraldAMQP", "HeraldCore", "HeraldStore", "HeraldTesting", "HeraldWorker", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
         // End to end through the real executables (built with the tests), so it links none of them.

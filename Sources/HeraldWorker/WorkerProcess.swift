@@ -5,7 +5,7 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// What every worker executable does once it has its job handler: connect (consumer + publisher),
+/// What every worker executable does once it has its job handler: connect its queue on the broker,
 /// serve `/healthz`, `/readyz`, `/metrics` on `workers.<type>.metricsPort`, and run until SIGTERM or
 /// SIGINT, draining first and closing the health endpoint last.
 public enum WorkerProcess {
@@ -14,16 +14,18 @@ public enum WorkerProcess {
         logger: Logger
     ) async throws {
         let workerConfiguration = configuration.workers.settings(for: handler.type)
-        let (consumer, publisher, topology) = WorkerService.connections(configuration: configuration, type: handler.type, logger: logger)
+        let queue = AMQPJobQueue(
+            settings: configuration.amqp, topology: Topology(configuration: configuration), type: handler.type,
+            prefetch: workerConfiguration.prefetch, logger: logger)
         let worker = WorkerService(
-            handler: handler, ledger: ledger, consumer: consumer, publisher: publisher, topology: topology,
-            settings: .init(workerConfiguration), keys: keys, foreignJobs: ForeignJobPolicy(configuration: configuration), logger: logger)
+            handler: handler, ledger: ledger, queue: queue, settings: .init(workerConfiguration), keys: keys,
+            foreignJobs: ForeignJobPolicy(configuration: configuration), logger: logger)
         let health = HealthServer(
             host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout,
             maxConnections: configuration.http.maxConnections, isReady: { worker.isReady },
             onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
         let gauges = QueueGauges(
-            connection: publisher, queues: topology.queues(handler.type), interval: workerConfiguration.queuePollInterval, logger: logger)
+            connection: queue.publisher, queues: queue.topology.queues(handler.type), interval: workerConfiguration.queuePollInterval, logger: logger)
         // Services stop in reverse order: the worker drains first, the health endpoint goes last.
         let group = ServiceGroup(
             configuration: .init(services: [health, gauges, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -70,9 +70,8 @@ public final class WorkerService: Service {
 
     let handler: any JobHandler
     let ledger: any DeliveryLedger & RateLimitStore
-    let consumer: AMQPConnection
-    let publisher: AMQPConnection
-    let topology: Topology
+    /// Where deliveries come from and copies go (`AMQPJobQueue`, or `MemoryJobQueue` in tests).
+    let queue: any JobQueue
     let settings: Settings
     /// Verifies `x-herald-signature` and signs continuations (`HeraldKeys.jobSigner`).
     let jobSigner: KeyedHMAC
@@ -84,20 +83,18 @@ public final class WorkerService: Service {
     /// The provider rate, handed out in delivery order (nil: the handler has no provider rate).
     let pacer: ProviderPacer?
     /// Who may publish besides herald-api, and what a foreign job must satisfy.
-    let foreignJobs: ForeignJobPolicy?
+    let foreignJobs: ForeignJobPolicy
     let metrics: WorkerMetrics
 
     public init(
-        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology,
-        settings: Settings, keys: HeraldKeys, foreignJobs: ForeignJobPolicy? = nil, clock: any WallClock = SystemClock(), logger: Logger
+        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, queue: any JobQueue, settings: Settings, keys: HeraldKeys,
+        foreignJobs: ForeignJobPolicy = .none, clock: any WallClock = SystemClock(), logger: Logger
     ) {
         self.foreignJobs = foreignJobs
         self.jobSigner = keys.jobSigner
         self.handler = handler
         self.ledger = ledger
-        self.consumer = consumer
-        self.publisher = publisher
-        self.topology = topology
+        self.queue = queue
         self.settings = settings
         self.clock = clock
         self.logger = logger
@@ -105,48 +102,12 @@ public final class WorkerService: Service {
         self.metrics = WorkerMetrics(type: handler.type.rawValue)
     }
 
-    /// The two connections a worker needs: a consumer of `<exchange>.<type>` with `prefetch`, and a
-    /// confirm-mode publisher for retries and dead letters (separate, because a blocked publishing
-    /// connection must not block acks). Both declare the topology when they connect.
-    public static func connections(
-        configuration: HeraldConfiguration, type: JobType, logger: Logger
-    ) -> (consumer: AMQPConnection, publisher: AMQPConnection, topology: Topology) {
-        let topology = Topology(configuration: configuration)
-        let declare: @Sendable (AMQPChannel) throws -> Void = { channel in
-            do {
-                try topology.declare(on: channel, types: [type])
-            } catch {
-                logger.error("cannot declare the broker topology", metadata: ["error": .string("\(error)")])
-                throw error
-            }
-        }
-        let consumer = AMQPConnection(
-            options: .init(
-                configuration.amqp,
-                role: .consumer(
-                    queue: topology.workQueue(type), prefetch: configuration.workers.settings(for: type).prefetch),
-                name: "herald-\(type.rawValue)-worker consumer"),
-            logger: logger, onConnect: declare)
-        let publisher = AMQPConnection(
-            options: .init(configuration.amqp, role: .publisher, name: "herald-\(type.rawValue)-worker publisher"),
-            logger: logger, onConnect: declare)
-        return (consumer, publisher, topology)
-    }
-
     /// True while the consumer is connected.
-    public var isReady: Bool { consumer.isConnected }
+    public var isReady: Bool { queue.isReady }
 
     public func run() async throws {
-        publisher.start()
-        // Consume only once retries and dead letters can be published: a job taken before that could only
-        // be rejected, and the broker's own dead-lettering would drop Herald's reason.
-        while publisher.isConnected == false, stopping.withLock({ $0 }) == false, Task.isCancelled == false,
-            Task.isShuttingDownGracefully == false
-        {
-            _ = await publisher.waitUntilConnected(timeout: .milliseconds(200))
-        }
-        consumer.start()
-        var started: Logger.Metadata = ["queue": .string(topology.workQueue(handler.type)), "concurrency": .stringConvertible(settings.concurrency)]
+        await queue.start()
+        var started: Logger.Metadata = ["queue": .string(queue.name), "concurrency": .stringConvertible(settings.concurrency)]
         if let prefetch = settings.prefetch {
             // What an operator tuning one of the two needs to see: the smaller one is what runs.
             started["prefetch"] = .stringConvertible(prefetch)
@@ -166,7 +127,7 @@ public final class WorkerService: Service {
             }
         } onGracefulShutdown: {
             self.stopping.withLock { $0 = true }
-            Task { await self.consumer.cancelConsumer() }
+            Task { await self.queue.stopConsuming() }
             let grace = self.settings.shutdownGrace
             let logger = self.logger
             Task {
@@ -176,8 +137,7 @@ public final class WorkerService: Service {
                 consuming.cancel()
             }
         }
-        await consumer.shutdown()
-        await publisher.shutdown()
+        await queue.shutdown()
         logger.info("worker stopped")
     }
 
@@ -187,12 +147,12 @@ public final class WorkerService: Service {
             // Children not yet reaped: the group is only reaped when full, so this is the admission
             // count, not what is in flight (finished jobs count here until the next delivery).
             var running = 0
-            for await delivery in consumer.deliveries {
+            for await delivery in queue.deliveries {
                 if running >= settings.concurrency, await group.next() != nil { running -= 1 }
                 if stopping.withLock({ $0 }) {
                     // Shutting down (perhaps while this delivery waited for a free slot): hand back what
                     // has not started.
-                    consumer.nack(delivery, requeue: true)
+                    queue.requeue(delivery)
                     continue
                 }
                 running += 1
@@ -217,50 +177,18 @@ public final class WorkerService: Service {
 
     func process(_ delivery: AMQPDelivery, ticket: ProviderPacer.Ticket? = nil) async {
         let type = handler.type.rawValue
-        func count(_ outcome: JobOutcome) {
-            metrics.job(outcome).increment()
-        }
-        if case .int(let schema) = delivery.headers[JobHeader.schema], schema != Int64(Job.schemaVersion) {
-            await deadLetter(delivery, reason: "unsupported x-herald-schema \(schema)", attempt: 0)
-            count(.malformed)
-            return
-        }
-        // Nothing from the broker is read, let alone sent, before it proves it came from herald-api or a
-        // configured producer (`integrations.producers`).
-        let signature: String? = if case .string(let text) = delivery.headers[JobSignature.header] { text } else { nil }
-        let origin: ForeignJobPolicy.Origin
-        switch (foreignJobs ?? ForeignJobPolicy.none).authenticate(
-            body: delivery.body, producer: producer(of: delivery), signature: signature, own: jobSigner)
-        {
-        case .success(let verified): origin = verified
-        case .failure(let refusal):
-            logger.error(
-                "unauthenticated job dead-lettered",
-                metadata: ["message.id": .string(LogText.messageID(delivery.messageID)), "signed": .stringConvertible(signature != nil)])
-            await deadLetter(delivery, reason: refusal.reason, attempt: 0)
-            count(.unauthenticated)
-            return
-        }
         let job: Job
-        do {
-            job = try JobCodec.decode(delivery.body)
-        } catch {
-            logger.error(
-                "malformed job dead-lettered",
-                metadata: ["message.id": .string(LogText.messageID(delivery.messageID)), "problem": .string(error.description)])
-            await deadLetter(delivery, reason: "malformed job: \(error.description)", attempt: 0)
-            count(.malformed)
+        let origin: ForeignJobPolicy.Origin
+        switch JobAdmission.verdict(Self.envelope(of: delivery), queue: handler.type, policy: foreignJobs, own: jobSigner) {
+        case .refused(let finish):
+            await carryOut(finish, delivery: delivery, jobID: nil, reserved: nil, logger: logger)
             return
-        }
-        guard job.type == handler.type else {
-            await deadLetter(delivery, reason: "a \(job.type.rawValue) job in the \(type) queue", attempt: 0)
-            count(.malformed)
-            return
-        }
-        if case .producer(let producer) = origin {
-            // A foreign job has no ledger row from herald-api: checked here, then recorded like one.
-            guard await admitForeign(job, from: producer, delivery: delivery) else {
-                count(.refused)
+        case .admitted(let admitted, let verified, let foreignPrefix):
+            (job, origin) = (admitted, verified)
+            if let foreignPrefix, case .producer(let producer) = origin,
+                let refusal = await admitForeign(job, from: producer, prefix: foreignPrefix)
+            {
+                await carryOut(refusal, delivery: delivery, jobID: nil, reserved: nil, logger: logger)
                 return
             }
         }
@@ -297,14 +225,23 @@ public final class WorkerService: Service {
                 }
                 action = machine.throttleChecked(throttle, now: clock.now)
             case .hold(let wait):
-                try? await Task.sleep(for: wait)
+                do {
+                    try await Task.sleep(for: wait)
+                } catch {
+                    // Shutting down and past the grace: the job is not claimed, so it goes back to the
+                    // queue now rather than asking the throttles again until its slot comes.
+                    if let ticket { pacer?.leave(ticket) }
+                    queue.requeue(delivery)
+                    metrics.job(.requeued).increment()
+                    return
+                }
                 action = machine.held(now: clock.now)
             case .claim:
                 // Shutting down and past the grace: nothing has been sent, so the job goes back to the
                 // queue instead of starting a provider call now.
                 if Task.isCancelled {
-                    consumer.nack(delivery, requeue: true)
-                    count(.requeued)
+                    queue.requeue(delivery)
+                    metrics.job(.requeued).increment()
                     return
                 }
                 do {
@@ -332,9 +269,9 @@ public final class WorkerService: Service {
                 action = machine.delivered(delivered.outcome, segments: delivered.segments, now: clock.now)
             case .finish(let finish):
                 if let ticket { pacer?.leave(ticket) }
-                await carryOut(finish, delivery: continued(delivery, with: report?.continuation, of: job), job: job, reserved: reserved, logger: log)
-                count(finish.outcome)
-                if finish.outcome == .sent {
+                let outcome = await carryOut(
+                    finish, delivery: continued(delivery, with: report?.continuation, of: job), jobID: job.id, reserved: reserved, logger: log)
+                if outcome == .sent {
                     if let segments = report?.segments {
                         let country = handler.region(of: job)
                         metrics.segments(country: country, encoding: segments.encoding.rawValue).increment(by: segments.segments)
@@ -392,48 +329,30 @@ public final class WorkerService: Service {
         return await pacer.wait(turn, expiresAt: job.expiresAt)
     }
 
-    /// A foreign job's checks (`ForeignJobPolicy`), its prefix's block, then its ledger row; false when
-    /// it was dead-lettered (or handed back because the store could not be asked).
-    private func admitForeign(_ job: Job, from producer: String, delivery: AMQPDelivery) async -> Bool {
-        let prefix: String
-        switch (foreignJobs ?? ForeignJobPolicy.none).admit(job, from: producer) {
-        case .success(let checked): prefix = checked
-        case .failure(let refusal):
-            logger.warning("foreign job refused", metadata: ["producer": .string(producer), "reason": .string(refusal.reason)])
-            await deadLetter(delivery, reason: refusal.reason, attempt: 0)
-            return false
-        }
+    /// What the store says of a foreign job the policy admitted (its prefix's block, then its ledger
+    /// row): nil when it may go on, else how it ends (`JobAdmission.foreign`).
+    private func admitForeign(_ job: Job, from producer: String, prefix: String) async -> JobLifecycle.Finish? {
         do {
-            if let block = try await ledger.prefixBlock(projectID: job.project, prefix: prefix, now: clock.now) {
-                await deadLetter(
-                    delivery,
-                    reason:
-                        "blocked: prefix \(prefix) of project '\(job.project)' is blocked until \(Timestamp.format(block.until)) (\(block.reason))",
-                    attempt: 0)
-                return false
-            }
-            guard
-                try await ledger.recordPending(
+            let block = try await ledger.prefixBlock(projectID: job.project, prefix: prefix, now: clock.now)
+            var recorded = false
+            if block == nil {
+                recorded = try await ledger.recordPending(
                     jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job), producer: producer,
                     now: clock.now)
-            else {
-                logger.warning("foreign job refused", metadata: ["producer": .string(producer), "reason": "job id in use"])
-                await deadLetter(delivery, reason: "forbidden: job id in use", attempt: 0)
-                return false
             }
-            return true
+            return JobAdmission.foreign(job, producer: producer, prefix: prefix, block: block, recorded: recorded)
         } catch {
-            logger.error("cannot check a foreign job in the store; requeueing", metadata: ["error": .string("\(error)")])
-            try? await Task.sleep(for: .seconds(1))
-            consumer.nack(delivery, requeue: true)
-            return false
+            return JobAdmission.storeUnavailable("\(error)")
         }
     }
 
-    /// Who published the job, as its `x-herald-producer` header says (nil when it says nothing).
-    private func producer(of delivery: AMQPDelivery) -> String? {
-        if case .string(let producer) = delivery.headers[JobHeader.producer], producer.isEmpty == false { return String(producer.prefix(64)) }
-        return nil
+    /// The headers admission reads, as they came (a producer id cut to 64 characters).
+    static func envelope(of delivery: AMQPDelivery) -> JobAdmission.Envelope {
+        let schema: Int64? = if case .int(let schema) = delivery.headers[JobHeader.schema] { schema } else { nil }
+        let signature: String? = if case .string(let text) = delivery.headers[JobSignature.header] { text } else { nil }
+        var producer: String? = nil
+        if case .string(let text) = delivery.headers[JobHeader.producer], text.isEmpty == false { producer = String(text.prefix(64)) }
+        return JobAdmission.Envelope(schema: schema, producer: producer, signature: signature, messageID: delivery.messageID, body: delivery.body)
     }
 
     /// The delivery as it is settled: with `continuation`'s body, signed like herald-api signs jobs,
@@ -449,112 +368,64 @@ public final class WorkerService: Service {
         return copy
     }
 
-    /// Records the outcome (when there is one), then settles the delivery as the lifecycle decided.
-    private func carryOut(_ finish: JobLifecycle.Finish, delivery: AMQPDelivery, job: Job, reserved: Int64?, logger log: Logger) async {
-        if let record = finish.record {
+    /// Records the outcome (when there is one), then settles the delivery as the lifecycle decided,
+    /// counts and logs it. Returns the outcome counted: the finish's, or what became of the delivery
+    /// when the queue did not take its copy (`JobLifecycle.republishFailed`).
+    @discardableResult
+    private func carryOut(_ finish: JobLifecycle.Finish, delivery: AMQPDelivery, jobID: UUID?, reserved: Int64?, logger log: Logger) async
+        -> JobOutcome
+    {
+        if let record = finish.record, let jobID {
             if record.status == .uncertain {
                 // Kept so an operator can resend it once (`herald-admin messages resolve --resend`).
-                try? await ledger.keepUncertainJob(jobID: job.id, body: delivery.body)
+                try? await ledger.keepUncertainJob(jobID: jobID, body: delivery.body)
             }
             do {
                 try await ledger.recordDelivery(
-                    jobID: job.id, status: record.status, reason: record.reason, segments: record.segments,
+                    jobID: jobID, status: record.status, reason: record.reason, segments: record.segments,
                     providerMessageID: record.providerMessageID, detail: record.detail, now: clock.now)
             } catch {
                 log.error("cannot record the delivery outcome", metadata: ["error": .string("\(error)")])
             }
         }
-        if let status = finish.duplicateOf {
+        if let status = finish.duplicateOf, let jobID {
             // History only: a failure here changes nothing about the job.
             try? await ledger.noteDelivery(
-                jobID: job.id, status: .duplicateSkipped, detail: "a copy of this \(MessageStatus(status).rawValue) job was skipped", now: clock.now)
+                jobID: jobID, status: .duplicateSkipped, detail: "a copy of this \(MessageStatus(status).rawValue) job was skipped", now: clock.now)
         }
-        var published = true
-        switch finish.settlement {
-        case .ack:
-            consumer.ack(delivery)
-        case .requeue(let pause):
-            try? await Task.sleep(for: pause)
-            consumer.nack(delivery, requeue: true)
-        case .deadLetter(let reason, let attempt):
-            published = await deadLetter(delivery, reason: reason, attempt: attempt)
-        case .retry(let delay, let attempt):
-            published = await republish(delivery, retryCopy(of: delivery, delay: delay, attempt: attempt))
-        case .park(let delay):
-            published = await republish(delivery, parkedCopy(of: delivery, delay: delay, notBefore: reserved))
-        }
+        var outcome = finish.outcome
         var details = finish.note.details.mapValues { Logger.MetadataValue.string($0) }
-        if published == false {
+        do {
+            switch finish.settlement {
+            case .ack:
+                queue.ack(delivery)
+            case .requeue(let pause):
+                try? await Task.sleep(for: pause)
+                queue.requeue(delivery)
+            case .deadLetter(let reason, let attempt):
+                try await queue.deadLetter(delivery, reason: reason, attempt: attempt, failedAt: clock.now)
+                queue.ack(delivery)
+            case .retry(let delay, let attempt):
+                try await queue.publishDelayed(delivery, .retry(delay: delay, attempt: attempt))
+                queue.ack(delivery)
+            case .park(let delay):
+                try await queue.publishDelayed(delivery, .throttle(delay: delay, notBefore: reserved))
+                queue.ack(delivery)
+            }
+        } catch {
+            // The copy is not confirmed, so the original stays with the broker: back to the work queue,
+            // or, for a dead letter, to the broker's own dead-lettering (reason `rejected`).
             let fallback = JobLifecycle.republishFailed(finish.settlement)
+            if fallback.requeue { queue.requeue(delivery) } else { queue.reject(delivery) }
+            outcome = fallback.outcome
             details["republish"] = .string(fallback.requeue ? "failed; requeued" : "failed; rejected")
+            log.error(
+                fallback.requeue ? "cannot republish the job; requeued" : "cannot publish to the dead-letter queue; rejecting",
+                metadata: ["error": .string("\(error)")])
         }
+        metrics.job(outcome).increment()
         log.log(level: finish.note.level.logLevel, "\(finish.note.message)", metadata: details)
-    }
-
-    /// Publishes `copy` (confirmed), then acks the delivery; if the broker does not confirm, the
-    /// delivery goes back to the work queue instead. False when it went back.
-    private func republish(_ delivery: AMQPDelivery, _ copy: AMQPOutgoingMessage) async -> Bool {
-        do {
-            try await publisher.publish(copy)
-            consumer.ack(delivery)
-            return true
-        } catch {
-            consumer.nack(delivery, requeue: true)
-            logger.error("cannot republish the job; requeued", metadata: ["error": .string("\(error)")])
-            return false
-        }
-    }
-
-    /// The job as it goes to the throttle queue: same body and id, counted in `x-herald-throttled`, with
-    /// the spacing slot it reserved (`x-herald-not-before`, µs since 1970).
-    func parkedCopy(of delivery: AMQPDelivery, delay: Duration, notBefore: Int64?) -> AMQPOutgoingMessage {
-        var headers = Self.carriedHeaders(delivery.headers)
-        if let notBefore { headers[JobHeader.notBefore] = .int(notBefore) }
-        var throttledCount: Int64 = 1
-        if case .int(let previous) = delivery.headers[JobHeader.throttled] { throttledCount = previous + 1 }
-        headers[JobHeader.throttled] = .int(throttledCount)
-        if case .int(let attempt) = delivery.headers[JobHeader.attempt] { headers[JobHeader.attempt] = .int(attempt) }
-        return AMQPOutgoingMessage(
-            exchange: "", routingKey: topology.throttleQueue(handler.type, delay: delay), body: delivery.body, messageID: delivery.messageID,
-            type: delivery.type, contentType: delivery.contentType, headers: headers)
-    }
-
-    /// The job as it goes to the delay queue: same body and id, attempt counter raised; the delay
-    /// queue's TTL then dead-letters it back to the work queue.
-    func retryCopy(of delivery: AMQPDelivery, delay: Duration, attempt: Int) -> AMQPOutgoingMessage {
-        var headers = Self.carriedHeaders(delivery.headers)
-        headers[JobHeader.attempt] = .int(Int64(attempt))
-        return AMQPOutgoingMessage(
-            exchange: "", routingKey: topology.retryQueue(handler.type, delay: delay), body: delivery.body, messageID: delivery.messageID,
-            type: delivery.type, contentType: delivery.contentType, headers: headers)
-    }
-
-    /// Publishes the delivery to `<queue>.dead` with the reason, then acks it; if the dead-letter
-    /// publish fails the delivery is rejected so the broker dead-letters it itself (reason `rejected`).
-    /// False in that case.
-    @discardableResult
-    func deadLetter(_ delivery: AMQPDelivery, reason: String, attempt: Int) async -> Bool {
-        var headers = Self.carriedHeaders(delivery.headers)
-        headers[JobHeader.reason] = .string(reason)
-        headers[JobHeader.attempt] = .int(Int64(attempt))
-        headers[JobHeader.failedAt] = .string(Timestamp.format(clock.now))
-        let message = AMQPOutgoingMessage(
-            exchange: topology.deadLetterExchange, routingKey: handler.type.rawValue, body: delivery.body, messageID: delivery.messageID,
-            type: delivery.type, contentType: delivery.contentType, headers: headers)
-        do {
-            try await publisher.publish(message)
-            consumer.ack(delivery)
-            return true
-        } catch {
-            logger.error("cannot publish to the dead-letter queue; rejecting", metadata: ["error": .string("\(error)")])
-            consumer.nack(delivery, requeue: false)
-            return false
-        }
-    }
-
-    /// Headers a job keeps when republished (not the broker's own `x-death` bookkeeping).
-    static func carriedHeaders(_ headers: AMQPHeaders) -> AMQPHeaders {
-        headers.filter { Job.carriedHeaders.contains($0.key) }
+        return outcome
     }
 }
 

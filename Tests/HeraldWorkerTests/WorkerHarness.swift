@@ -1,0 +1,92 @@
+import Foundation
+import HeraldAMQP
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Logging
+import Synchronization
+
+@testable import HeraldWorker
+
+/// One sms worker in process: `WorkerService` on a `MemoryJobQueue` and a `MemoryStore`, sending
+/// through a channel that answers what the test scripted. No broker, no database, no network.
+final class WorkerHarness: Sendable {
+    static let project = "p1"
+    static let number = "+447911123456"
+    static let topology = Topology(
+        exchange: "memory", queueType: "classic", deliveryLimit: 10, retryDelays: [.sms: [.seconds(1), .seconds(5)]],
+        throttleDelays: [.sms: [.seconds(1), .seconds(30)]])
+
+    let store = MemoryStore()
+    let queue = MemoryJobQueue(type: .sms, topology: WorkerHarness.topology)
+    let keys = HeraldKeys(master: Data(repeating: 3, count: 32))
+    let channel: ScriptedChannel
+    let worker: WorkerService
+
+    init(
+        outcomes: [DeliveryOutcome] = [], retryUncertain: Bool = false, perNumberSpacing: Duration = .zero, throttleHold: Duration = .seconds(5),
+        concurrency: Int = 4, shutdownGrace: Duration = .seconds(5), providerCall: Duration = .zero,
+        foreignJobs: ForeignJobPolicy = .none
+    ) {
+        channel = ScriptedChannel(outcomes, takes: providerCall)
+        let handler = SMSJobHandler(
+            channel: channel, keys: keys, templates: TemplateCatalog([:]), perNumberSpacing: perNumberSpacing)
+        worker = WorkerService(
+            handler: handler, ledger: store, queue: queue,
+            settings: .init(
+                concurrency: concurrency, retryPolicy: RetryPolicy(delays: Self.topology.retryDelays[.sms]!), retryUncertain: retryUncertain,
+                shutdownGrace: shutdownGrace, throttleDelays: Self.topology.throttleDelays[.sms]!, throttleHold: throttleHold,
+                instanceID: "test-worker"),
+            keys: keys, foreignJobs: foreignJobs, logger: Logger(label: "worker-test"))
+    }
+
+    /// A text SMS as herald-api makes one, its ledger row recorded (`recordPending`) unless `recorded` is false.
+    func job(to number: String = WorkerHarness.number, expiresIn: TimeInterval = 300, recorded: Bool = true) async throws -> Job {
+        let job = Job(
+            project: Self.project, createdAt: Date(), expiresAt: Date().addingTimeInterval(expiresIn),
+            payload: .sms(SMSMessage(to: number, template: .text, params: ["text": "Hi"])))
+        if recorded {
+            try await store.recordPending(jobID: job.id, projectID: job.project, type: .sms, destination: number, now: Date())
+        }
+        return job
+    }
+
+    /// Pushes `job` signed as herald-api signs it and processes the delivery it becomes.
+    func send(_ job: Job) async {
+        queue.push(job, signer: keys.jobSigner)
+        await processNext()
+    }
+
+    /// Processes the next delivery the queue hands out.
+    func processNext() async {
+        var deliveries = queue.deliveries.makeAsyncIterator()
+        guard let delivery = await deliveries.next() else { return }
+        await worker.process(delivery)
+    }
+
+    func status(_ job: Job) async throws -> DeliveryStatus? {
+        try await store.deliveryStatus(jobID: job.id)?.status
+    }
+}
+
+/// An SMS provider that answers the scripted outcomes in turn (then `sent`), taking `takes` per call.
+final class ScriptedChannel: DeliveryChannel {
+    let name = "scripted"
+    private let script: Mutex<[DeliveryOutcome]>
+    private let sent = Mutex<[OutgoingSMS]>([])
+    let takes: Duration
+
+    init(_ outcomes: [DeliveryOutcome], takes: Duration = .zero) {
+        script = Mutex(outcomes)
+        self.takes = takes
+    }
+
+    /// Every message the provider was asked to send, in order.
+    var calls: [OutgoingSMS] { sent.withLock { $0 } }
+
+    func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome {
+        sent.withLock { $0.append(message) }
+        if takes > .zero { try? await Task.sleep(for: takes) }
+        return script.withLock { $0.isEmpty ? .sent(reference: "ref-\(message.jobID.lowercasedText)") : $0.removeFirst() }
+    }
+}
