@@ -22,13 +22,10 @@ final class ConnectionDriver {
     var rpcChannelOpen = false
     var brokenReason: String?
     var stopping = false
-    var backoff: Duration = .milliseconds(100)
-    var nextAttempt = ContinuousClock.now
-    /// The endpoint the next connect tries, and how many endpoints failed since the last success.
-    var endpointIndex = 0
-    var failuresThisRound = 0
-    /// The last error per endpoint, so a node that stays down is logged once, not every round.
-    var lastConnectError: [Int: String] = [:]
+    /// Which node the next connect tries, and when (`ReconnectPolicy`).
+    var reconnect: ReconnectPolicy
+    /// Read wherever the loop needs the time, so every decision about time goes through one place.
+    let now: @Sendable () -> ContinuousClock.Instant
 
     /// Publisher state: which publishes wait for a confirm (per connection incarnation).
     var confirms = ConfirmTracker<AMQPConnection.PendingPublish>()
@@ -44,8 +41,10 @@ final class ConnectionDriver {
     var consumerCancelled = false
     var finishStreamAfterPump = false
 
-    init(connection: AMQPConnection) {
+    init(connection: AMQPConnection, now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
         self.owner = connection
+        self.now = now
+        self.reconnect = ReconnectPolicy(endpointCount: connection.options.endpoints.count, now: now())
     }
 
     // MARK: loop
@@ -53,7 +52,7 @@ final class ConnectionDriver {
     func run() {
         while true {
             if stopping { break }
-            if state == nil, ContinuousClock.now >= nextAttempt {
+            if state == nil, reconnect.isDue(now: now()) {
                 connect()
             }
             let commands = owner.shared.withLock { shared -> [AMQPConnection.Command] in
@@ -89,10 +88,10 @@ final class ConnectionDriver {
             let heartbeat = owner.options.heartbeat
             if heartbeat > .zero { timeout = min(timeout, heartbeat / 2) }
             if let earliest = confirms.earliestDeadline {
-                timeout = min(timeout, max(.zero, earliest - ContinuousClock.now))
+                timeout = min(timeout, max(.zero, earliest - now()))
             }
         } else {
-            timeout = min(timeout, max(.zero, nextAttempt - ContinuousClock.now))
+            timeout = min(timeout, reconnect.wait(now: now()))
         }
         var fds = [pollfd(fd: owner.wakeFDs.0, events: Int16(POLLIN), revents: 0)]
         if let state { fds.append(pollfd(fd: amqp_get_sockfd(state), events: Int16(POLLIN), revents: 0)) }
@@ -108,7 +107,7 @@ final class ConnectionDriver {
 
     func connect() {
         let options = owner.options
-        let endpoint = options.endpoints[endpointIndex]
+        let endpoint = options.endpoints[reconnect.endpointIndex]
         do {
             guard let state = amqp_new_connection() else { throw AMQPError(.library, "out of memory") }
             guard let socket = endpoint.tls ? try tlsSocket(state, options.tls) : amqp_tcp_socket_new(state) else {
@@ -160,9 +159,7 @@ final class ConnectionDriver {
             case .consumer:
                 break
             }
-            backoff = .milliseconds(100)
-            failuresThisRound = 0
-            lastConnectError = [:]
+            reconnect.connected()
             owner.shared.withLock {
                 $0.connected = true
                 $0.endpoint = endpoint
@@ -178,33 +175,14 @@ final class ConnectionDriver {
             }
             rawSocket = nil
             let message = (error as? AMQPError)?.detail ?? "\(error)"
-            if message != lastConnectError[endpointIndex] {
+            if reconnect.connectFailed(message, now: now()) {
                 logger.warning(
                     "amqp connection failed; trying the next node",
                     metadata: ["error": .string(message), "amqp.endpoint": .string(endpoint.redacted)])
-                lastConnectError[endpointIndex] = message
             }
-            scheduleNextAttempt(failed: true)
         }
     }
 
-    /// Moves to the next endpoint. A failure there is tried again at once on the next node; only when
-    /// every node failed in a row does the next round wait, with backoff (100 ms doubling to 5 s).
-    func scheduleNextAttempt(failed: Bool) {
-        let count = owner.options.endpoints.count
-        endpointIndex = (endpointIndex + 1) % count
-        if failed { failuresThisRound += 1 }
-        if failuresThisRound >= count || (failed == false && count == 1) {
-            failuresThisRound = 0
-            nextAttempt = ContinuousClock.now + backoff
-            backoff = min(backoff * 2, .seconds(5))
-        } else {
-            nextAttempt = ContinuousClock.now
-        }
-    }
-
-    /// A TLS socket checking the broker's certificate chain and host name (unless `verifyPeer` is
-    /// off), against `caFile` or the system's roots, presenting a client certificate when configured.
     func tlsSocket(_ state: amqp_connection_state_t, _ tls: AMQPSettings.TLS) throws -> OpaquePointer? {
         guard let socket = amqp_ssl_socket_new(state) else { return nil }
         amqp_ssl_socket_set_verify_peer(socket, tls.verifyPeer ? 1 : 0)
@@ -290,7 +268,7 @@ final class ConnectionDriver {
         rpcChannelOpen = false
         consuming = false
         // The node we were on just failed: start with the next one.
-        scheduleNextAttempt(failed: false)
+        reconnect.connectionLost(now: now())
     }
 
     func closeCleanly() {
@@ -465,14 +443,14 @@ final class ConnectionDriver {
         guard outbound.isEmpty == false else { return }
         defer { outbound.removeAll() }
         guard let socket = rawSocket, state != nil, brokenReason == nil else { return }
-        var lastProgress = ContinuousClock.now
+        var lastProgress = now()
         outbound.bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
                 let sent = Glibc.send(socket, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
                 if sent > 0 {
                     offset += sent
-                    lastProgress = ContinuousClock.now
+                    lastProgress = now()
                     continue
                 }
                 let failure = errno
@@ -481,7 +459,7 @@ final class ConnectionDriver {
                     markBroken("send: \(String(cString: strerror(failure)))")
                     return
                 }
-                if ContinuousClock.now - lastProgress > owner.options.publishTimeout {
+                if now() - lastProgress > owner.options.publishTimeout {
                     markBroken("send: the broker took nothing for \(owner.options.publishTimeout)")
                     return
                 }
@@ -523,7 +501,7 @@ final class ConnectionDriver {
 
     func expirePublishes() {
         guard confirms.count > 0 else { return }
-        resume(confirms.expired(now: ContinuousClock.now))
+        resume(confirms.expired(now: now()))
     }
 
     // MARK: frames
