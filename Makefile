@@ -9,7 +9,7 @@ help:
 	@echo "make unit        the tests that need no service (no broker, PostgreSQL or Python): the fast loop"
 	@echo "make lint        swift format, the docs' links and anchors, and no history told in the tree"
 	@echo "make build       set-up and a debug build"
-	@echo "make bench       release build, then the performance table (ARGS=\"--suite …\" for one suite)"
+	@echo "make bench       release build, then the performance table (ARGS=\"<suite> …\" for one suite)"
 	@echo "make bench-pair  this tree against BASE=<commit>, loaded at the same time (RUNS=, SUITES=)"
 	@echo "make setup       install what the suite needs, start nothing"
 	@echo "make stop        stop the broker and PostgreSQL the scripts started"

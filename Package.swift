@@ -19,7 +19,6 @@ let package = Package(
         .executable(name: "herald-push-worker", targets: ["herald-push-worker"]),
         .executable(name: "herald-apple-worker", targets: ["herald-apple-worker"]),
         .executable(name: "herald-admin", targets: ["herald-admin"]),
-        .executable(name: "herald-bench", targets: ["herald-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -204,6 +203,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // For developers: measures builds (`make bench`); built with the rest, not shipped as a product.
         .executableTarget(
             name: "herald-bench",
             dependencies: [

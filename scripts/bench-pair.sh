@@ -53,9 +53,9 @@ export HERALDTEST_BIN_DIR="$THIS"
 echo "bench-pair: this tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', with changes')) against $SHORT, $RUNS paired runs each"
 for suite in $SUITES; do
   case "$suite" in
-    api) "$THIS/herald-bench" --suite pair --baseline-bin "$BIN" --runs "$RUNS" ;;
-    api-postgres) "$THIS/herald-bench" --suite pair --baseline-bin "$BIN" --runs "$RUNS" --profile-store postgres ;;
-    worker) "$THIS/herald-bench" --suite worker-pair --baseline-bin "$BIN" --backlog 15000 --runs "$RUNS" ;;
+    api) "$THIS/herald-bench" pair --baseline-bin "$BIN" --runs "$RUNS" ;;
+    api-postgres) "$THIS/herald-bench" pair --baseline-bin "$BIN" --runs "$RUNS" --profile-store postgres ;;
+    worker) "$THIS/herald-bench" worker-pair --baseline-bin "$BIN" --backlog 15000 --runs "$RUNS" ;;
     *) echo "bench-pair: unknown suite $suite (api, api-postgres, worker)" >&2; exit 2 ;;
   esac
 done

@@ -135,7 +135,7 @@ public final class SQLStore: HeraldStoreProtocol {
     /// Deletes at most `limit` rows of `table` whose `column` (an indexed time in milliseconds) is before
     /// `date`, the oldest first, in one statement. As one statement for all, a minute's expired sessions
     /// at 500 sends/s (30,000 rows) held SQLite's writer, every send, for 260–265 ms each minute
-    /// (`herald-bench --suite store`); a chunk is one short call among the writer's batches, and
+    /// (`herald-bench store`); a chunk is one short call among the writer's batches, and
     /// housekeeping paces the chunks (`PurgePacing`).
     func purgeExpired(_ table: String, key: String, by column: String, before date: Date, limit: Int) async throws -> Int {
         let sql = """
@@ -317,7 +317,7 @@ public final class SQLStore: HeraldStoreProtocol {
     /// `(status = 'a' OR status = 'b' …)`. SQLite builds a temporary index for a constant `IN` list of
     /// three or more values each time a statement runs, and each temporary B-tree (this, or an UPDATE's
     /// `RETURNING` rows) is opened, created and freed again: with both in every claim they were about
-    /// 7 % of a draining worker's instructions per job (`herald-bench --suite instructions`).
+    /// 7 % of a draining worker's instructions per job (`herald-bench instructions`).
     static func statusIsOneOf(_ statuses: [DeliveryStatus]) -> String {
         "(" + statuses.map { "status = '\($0.rawValue)'" }.joined(separator: " OR ") + ")"
     }

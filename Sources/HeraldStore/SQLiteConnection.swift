@@ -306,7 +306,7 @@ final class SQLiteBackend: SQLBackend {
     private let checkpointing = CheckpointFlag()
     /// Scans for operators and reports (`read`). Run as batch calls they held every send: with 200,000
     /// sessions in the last hour, the once-a-minute conversion report held writes for 105–124 ms
-    /// (`herald-bench --suite store`).
+    /// (`herald-bench store`).
     private let reader: SQLiteReader
 
     /// Opens (creating if needed) the database at `path`. The file holds account data and code
@@ -546,7 +546,7 @@ struct StatementText: Hashable {
             guard bytes.count >= 8 else { return hasher.combine(bytes: UnsafeRawBufferPointer(bytes)) }
             // Start, middle and end: the cache holds a few dozen statements, which differ in length or in
             // those bytes, and a collision costs one comparison more. Hashing the last 64 bytes instead
-            // was half of each lookup's instructions (`herald-bench --suite instructions`).
+            // was half of each lookup's instructions (`herald-bench instructions`).
             let raw = UnsafeRawBufferPointer(bytes)
             hasher.combine(raw.loadUnaligned(as: UInt64.self))
             hasher.combine(raw.loadUnaligned(fromByteOffset: (bytes.count - 8) / 2, as: UInt64.self))

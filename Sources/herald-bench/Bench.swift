@@ -9,24 +9,14 @@ import HeraldTesting
 import Logging
 import Synchronization
 
-/// herald-bench: starts a stack against a fast fake gateway and prints throughput and latency figures.
-/// Figures depend on the machine; nothing here is a pass/fail threshold.
-@main
-struct HeraldBenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "herald-bench", abstract: "Measure broker confirms, API throughput, enqueue→gateway latency and memory.",
-        version: BuildInfo.versionLine)
-
+/// What every suite may tune: one set of options, shared by the subcommands (`HeraldBenchCommand`), each
+/// of which reads the ones it needs.
+struct Bench: ParsableArguments {
     @Option(help: "Messages for the raw publish-with-confirms run.") var publishCount = 20_000
     @Option(help: "Confirms in flight during the raw publish run.") var window = 500
     @Option(help: "Seconds of load at concurrency 64.") var throughputSeconds = 10
     @Option(help: "Requests per second for the latency run.") var rate = 500
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
-    @Option(
-        help:
-            "What to measure: performance (every throughput figure, medians of --runs, one table), spine (broker, API, worker), limits (limiter and its cost), store (one admission at a time: the store's own round trip; then, on SQLite, what an operator's scan of --report-rows costs a write beside it), worker (draining a backlog), profile (perf record of herald-api under c64 load, kept in --perf-data), pair (this build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio), worker-pair (the same for herald-sms-worker: both drain a --backlog at the same time, CPU per job), instructions (herald-api, then herald-sms-worker, under callgrind: user-space instructions per send at c64 and per job delivered, which the machine's neighbours do not move; needs valgrind), throttle, push (APNs channel), email (rendering, SMTP), or all (performance, push, email)."
-    )
-    var suite = "all"
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
     @Option(parsing: .upToNextOption, help: "Streams in flight for the multiplexed APNs runs.") var pushStreams: [Int] = [64]
     @Option(help: "Decisions per limiter run.") var decisions = 20_000
@@ -47,7 +37,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
     @Option(help: "Runs of the performance suite; its table prints medians with ranges.") var runs = 3
     @Option(help: "Where the profile suite keeps its perf data (for perf report -g).") var perfData = "herald-api.perf.data"
     @Option(help: "Store of the profile, instructions and both pair suites: sqlite or postgres.") var profileStore = "sqlite"
-    @Option(help: "Sends counted in each run of the instructions suite (after \(HeraldBenchCommand.warmUpSends) not counted).")
+    @Option(help: "Sends counted in each run of the instructions suite (after \(Bench.warmUpSends) not counted).")
     var instructionSends = 2_000
     @Option(
         help:
@@ -59,7 +49,7 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         help:
             "The limits section (YAML flow) of every run with limits (performance, limits, profile, pair): by default every kind of limit is spent and none refuses; for example add 'pumping: {enabled: false}' or 'leasing: {above: 0}' to see what one part costs."
     )
-    var measuredLimitsSection = HeraldBenchCommand.measuredLimits
+    var measuredLimitsSection = Bench.measuredLimits
     @Option(
         help:
             "The pair suite's limits for the baseline stack (default: --limits): with --baseline-bin .build/release, the same build with and without a part of its limits, loaded at the same time."
@@ -92,97 +82,86 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         #"{perNumber: ["5/1h", "10/1d"], perIP: ["1000000/1s"], perProject: ["1000000/1s"], perCountry: ["1000000/1s"], perPrefix: ["1000000/1s"], pumping: {enabled: true, minimumSends: 1000000}}"#
     static let noLimits = #"{perNumber: [], perIP: [], perProject: [], checksPerNumber: [], pumping: {enabled: false}}"#
 
-    func run() async throws {
+    /// The line every suite opens with.
+    func header() {
         print("herald-bench on \(ProcessInfo.processInfo.activeProcessorCount) cores; broker \(TestBroker.endpoint.redacted)")
-        if suite == "all" || suite == "performance" {
-            try await performance()
+    }
+
+    var profileKind: TestStore { profileStore == "postgres" ? .postgres : .sqlite }
+
+    /// Raw publish with confirms, then per store: API throughput, latency and memory.
+    func spine() async throws {
+        try await rawPublish()
+        let summary = Summary()
+        for variant in variants {
+            print("— store: \(variant.label)")
+            let stack = try await BenchStack.start(limits: Self.noLimits, store: variant.store, apis: variant.apis)
+            do {
+                let (_, perSecond, cpu) = try await throughput(stack)
+                let answer = try await latency(stack, label: "(c)")
+                print(
+                    "(d) memory after the runs: herald-api RSS \(stack.apis.map { rss($0.pid) }.joined(separator: ", ")) (peak \(stack.apis.map { peak($0.pid) }.joined(separator: ", "))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))"
+                )
+                summary.add(variant.label, perSecond: perSecond, apiCPU: cpu, p50: answer.p50, p99: answer.p99)
+            } catch {
+                await stack.stop()
+                throw error
+            }
+            await stack.stop()
         }
-        if suite == "spine" {
-            try await rawPublish()
-            let summary = Summary()
-            for variant in variants {
-                print("— store: \(variant.label)")
-                let stack = try await BenchStack.start(limits: Self.noLimits, store: variant.store, apis: variant.apis)
+        summary.print()
+    }
+
+    /// One herald-sms-worker draining a backlog, per store.
+    func workerSuite() async throws {
+        for variant in variants where variant.apis == 1 {
+            _ = try await workerDrain(variant.store, label: variant.label)
+        }
+    }
+
+    /// The provider rate, then per-number spacing, handing jobs out.
+    func throttleSuite() async throws {
+        _ = try await throttling(rate: "10/1s burst 1", jobs: 200, spacing: "0s")
+        _ = try await throttling(rate: "1000000/1s", jobs: 200, spacing: "3s", numbers: 50)
+    }
+
+    /// One admission at a time against each store; on SQLite, operators' scans beside a write.
+    func storeSuite() async throws {
+        for variant in variants where variant.apis == 1 {
+            let url = try variant.store.freshURL() ?? "sqlite:\(NSTemporaryDirectory())herald-bench-\(UUID().uuidString.prefix(8)).sqlite"
+            let store = try await SQLStore.open(
+                .init(url: url, location: try StoreLocation(parsing: url), poolSize: 16), logger: Logger(label: "bench"))
+            try await admissionRoundTrips(store, kind: variant.store)
+            // PostgreSQL's reads and writes each take a pool connection; SQLite's writes are one queue.
+            if variant.store == .sqlite { try await operatorReadStalls(store, kind: variant.store) }
+            await store.close()
+            await TestStore.dropSchema(of: url)
+            if url.hasPrefix("sqlite:") {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: String(url.dropFirst(7)) + suffix) }
+            }
+        }
+    }
+
+    /// Limiter decisions per second, then the answer times with and without admission limits.
+    func limitsSuite() async throws {
+        for variant in variants where variant.apis == 1 {
+            try await limiterDecisions(variant.store)
+            var answerTimes: [String: (p50: Double, p99: Double, endToEndP99: Double, disk: DiskSyncWatch.Summary?)] = [:]
+            for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", measuredLimitsSection)] {
+                let stack = try await BenchStack.start(limits: limits, store: variant.store)
                 do {
-                    let (_, perSecond, cpu) = try await throughput(stack)
-                    let answer = try await latency(stack, label: "(c)")
-                    print(
-                        "(d) memory after the runs: herald-api RSS \(stack.apis.map { rss($0.pid) }.joined(separator: ", ")) (peak \(stack.apis.map { peak($0.pid) }.joined(separator: ", "))); herald-sms-worker RSS \(rss(stack.worker.pid)) (peak \(peak(stack.worker.pid)))"
-                    )
-                    summary.add(variant.label, perSecond: perSecond, apiCPU: cpu, p50: answer.p50, p99: answer.p99)
+                    answerTimes[label] = try await latency(stack, label: "(l) [\(variant.label)] \(label):")
                 } catch {
                     await stack.stop()
                     throw error
                 }
                 await stack.stop()
             }
-            summary.print()
-        }
-        if suite == "profile" {
-            try await perfTopTen(store: profileStore == "postgres" ? .postgres : .sqlite, keeping: perfData, loadRuns: runs, prefillRows: prefill)
-        }
-        if suite == "instructions" {
-            try await instructionCounts()
-            try await workerInstructionCounts()
-        }
-        if suite == "pair" {
-            guard let baselineBin else { throw ValidationError("--suite pair needs --baseline-bin DIR") }
-            try await pairedComparison(baseline: baselineBin, store: profileStore == "postgres" ? .postgres : .sqlite)
-        }
-        if suite == "worker-pair" {
-            guard let baselineBin else { throw ValidationError("--suite worker-pair needs --baseline-bin DIR") }
-            try await pairedDrain(baseline: baselineBin, store: profileStore == "postgres" ? .postgres : .sqlite)
-        }
-        if suite == "worker" {
-            for variant in variants where variant.apis == 1 {
-                _ = try await workerDrain(variant.store, label: variant.label)
-            }
-        }
-        if suite == "throttle" {
-            _ = try await throttling(rate: "10/1s burst 1", jobs: 200, spacing: "0s")
-            _ = try await throttling(rate: "1000000/1s", jobs: 200, spacing: "3s", numbers: 50)
-        }
-        if suite == "all" || suite == "push" {
-            try await pushThroughput()
-        }
-        if suite == "all" || suite == "email" {
-            try await emailThroughput()
-        }
-        if suite == "store" {
-            for variant in variants where variant.apis == 1 {
-                let url = try variant.store.freshURL() ?? "sqlite:\(NSTemporaryDirectory())herald-bench-\(UUID().uuidString.prefix(8)).sqlite"
-                let store = try await SQLStore.open(
-                    .init(url: url, location: try StoreLocation(parsing: url), poolSize: 16), logger: Logger(label: "bench"))
-                try await admissionRoundTrips(store, kind: variant.store)
-                // PostgreSQL's reads and writes each take a pool connection; SQLite's writes are one queue.
-                if variant.store == .sqlite { try await operatorReadStalls(store, kind: variant.store) }
-                await store.close()
-                await TestStore.dropSchema(of: url)
-                if url.hasPrefix("sqlite:") {
-                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: String(url.dropFirst(7)) + suffix) }
-                }
-            }
-        }
-        if suite == "limits" {
-            for variant in variants where variant.apis == 1 {
-                try await limiterDecisions(variant.store)
-                var answerTimes: [String: (p50: Double, p99: Double, endToEndP99: Double, disk: DiskSyncWatch.Summary?)] = [:]
-                for (label, limits) in [("without limits", Self.noLimits), ("with limits (6 GCRA keys + pumping per send)", measuredLimitsSection)] {
-                    let stack = try await BenchStack.start(limits: limits, store: variant.store)
-                    do {
-                        answerTimes[label] = try await latency(stack, label: "(l) [\(variant.label)] \(label):")
-                    } catch {
-                        await stack.stop()
-                        throw error
-                    }
-                    await stack.stop()
-                }
-                if let off = answerTimes["without limits"], let on = answerTimes.first(where: { $0.key.hasPrefix("with ") })?.value {
-                    print(
-                        String(
-                            format: "(l) [%@] added by admission limits: p50 %+.1f ms, p99 %+.1f ms", variant.label, on.p50 - off.p50,
-                            on.p99 - off.p99))
-                }
+            if let off = answerTimes["without limits"], let on = answerTimes.first(where: { $0.key.hasPrefix("with ") })?.value {
+                print(
+                    String(
+                        format: "(l) [%@] added by admission limits: p50 %+.1f ms, p99 %+.1f ms", variant.label, on.p50 - off.p50,
+                        on.p99 - off.p99))
             }
         }
     }

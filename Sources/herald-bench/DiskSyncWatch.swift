@@ -26,8 +26,8 @@ final class DiskSyncWatch: Sendable {
         init?(milliseconds: [Double]) {
             guard let max = milliseconds.max() else { return nil }
             self.count = milliseconds.count
-            self.p50 = HeraldBenchCommand.percentile(milliseconds, 0.5)
-            self.p99 = HeraldBenchCommand.percentile(milliseconds, 0.99)
+            self.p50 = Bench.percentile(milliseconds, 0.5)
+            self.p99 = Bench.percentile(milliseconds, 0.99)
             self.max = max
         }
 

@@ -6,7 +6,7 @@ import HeraldRuntime
 import HeraldTesting
 import HeraldWorker
 
-extension HeraldBenchCommand {
+extension Bench {
     /// The API side: `sendOobCode` at concurrency 64 (code stored hashed, link sealed, email job
     /// confirmed by the broker before each answer), limits off, every request a new address.
     func sendOobCodeThroughput() async throws {

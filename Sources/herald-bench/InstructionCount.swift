@@ -7,7 +7,7 @@ import HeraldTesting
 /// loaded together; an instruction count does not depend on the neighbours, so two builds measured on
 /// different days can be compared. It leaves out the kernel's share (about a third of a send's CPU
 /// time: see the profile suite's kernel lines).
-extension HeraldBenchCommand {
+extension Bench {
     /// Sends made before counting starts: connections open, statements prepared, caches filled.
     static let warmUpSends = 500
 

@@ -4,7 +4,7 @@ import HeraldStore
 import HeraldTesting
 import Synchronization
 
-extension HeraldBenchCommand {
+extension Bench {
     /// (r) What an operator's scan or housekeeping's purge costs the sends beside it: `reportRows`
     /// sessions and waiting jobs of the last hour, then the once-a-minute conversion report and the
     /// status page's oldest waiting job, each timed together with one write issued while it runs (on

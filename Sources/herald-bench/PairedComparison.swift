@@ -2,13 +2,13 @@ import Foundation
 import HeraldCore
 import HeraldTesting
 
-/// The pair suite (`--suite pair --baseline-bin DIR`): this build and another one, each a full stack
+/// The pair suite (`pair --baseline-bin DIR`): this build and another one, each a full stack
 /// (herald-api, herald-sms-worker, fake gateway, default limits), loaded at the same moment by one wrk
 /// each, `runs` times. On a shared machine the speed of the same build moved by ±15 % between runs
 /// minutes apart and by a factor of 2.5 between days, which hides any change smaller than that when
 /// builds are measured one after the other. Loaded together, both builds see the same neighbours, the
 /// same broker and each other, so the ratio of their CPU per send is what the change did.
-extension HeraldBenchCommand {
+extension Bench {
     func pairedComparison(baseline: String, store: TestStore) async throws {
         guard Wrk.available else { throw TestFailure("the pair suite drives both stacks with wrk (apt-get install wrk)") }
         for name in ["herald-api", "herald-sms-worker"] where FileManager.default.isExecutableFile(atPath: "\(baseline)/\(name)") == false {
@@ -91,14 +91,14 @@ extension HeraldBenchCommand {
     }
 }
 
-/// The worker pair suite (`--suite worker-pair --baseline-bin DIR`): a `--backlog` queued into each of
+/// The worker pair suite (`worker-pair --baseline-bin DIR`): a `--backlog` queued into each of
 /// two stacks while no worker runs, then this build's herald-sms-worker and the other build's started
 /// at the same moment, each draining its own stack, `runs` times. Measured one after the other, one
 /// build's drains moved by ±15 % between runs; draining together, both share the machine, the broker
 /// and the store, so the ratio of their CPU per job is what the change did. (The one that finishes
 /// first leaves the other a quieter machine for its last jobs; the ratio is of CPU per job, which that
 /// moves less than the drain's speed.)
-extension HeraldBenchCommand {
+extension Bench {
     func pairedDrain(baseline: String, store: TestStore) async throws {
         guard FileManager.default.isExecutableFile(atPath: "\(baseline)/herald-sms-worker") else {
             throw TestFailure("--baseline-bin \(baseline) holds no executable herald-sms-worker")

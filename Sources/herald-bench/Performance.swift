@@ -8,10 +8,10 @@ import Logging
     import Glibc
 #endif
 
-/// The throughput suite (`--suite performance`, part of `make bench`): every figure of the
+/// The throughput suite (`performance`, part of `make bench`): every figure of the
 /// throughput targets, measured `runs` times and printed as one table of medians with their ranges,
 /// next to its target and, where one exists, the broker's own ceiling measured in the same run.
-extension HeraldBenchCommand {
+extension Bench {
     func performance() async throws {
         let table = Table()
         let driver = Wrk.available ? "wrk (2 threads, 64 connections)" : "herald-bench's own HTTP client (wrk not installed)"
@@ -443,7 +443,7 @@ final class Table: Sendable {
     /// The median of one figure's runs for one variant.
     func median(_ figure: String, _ variant: String) -> Double? {
         let values = samples.withLock { $0[figure]?[variant] ?? [] }
-        return values.isEmpty ? nil : HeraldBenchCommand.percentile(values, 0.5)
+        return values.isEmpty ? nil : Bench.percentile(values, 0.5)
     }
 
     func lastValue(_ figure: String) -> Double? {

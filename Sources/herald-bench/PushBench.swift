@@ -4,7 +4,7 @@ import HeraldChannels
 import HeraldCore
 import HeraldTesting
 
-extension HeraldBenchCommand {
+extension Bench {
     /// Silent pushes through the APNs channel to the fake APNs (TLS, HTTP/2, JWT checked per push):
     /// one push at a time, then many streams multiplexed on the pool's connections.
     func pushThroughput() async throws {

@@ -26,12 +26,12 @@ struct StorePrefill {
         let project = TestConfiguration.projectID
         let policies = ["5/1h", "10/1d"].compactMap(RatePolicy.parse)
         do {
-            try await HeraldBenchCommand.inLanes(rows) { index in
+            try await Bench.inLanes(rows) { index in
                 let phone = "+1444\(String(format: "%07d", index))"
                 let sessionAt = now.addingTimeInterval(-86_400 * Double(rows - index) / Double(rows))
                 let jobID = UUID()
                 try await store.insertSession(
-                    HeraldBenchCommand.reportSession(index: index, at: sessionAt, jobID: jobID, projectID: project, phoneNumber: phone))
+                    Bench.reportSession(index: index, at: sessionAt, jobID: jobID, projectID: project, phoneNumber: phone))
                 try await store.recordPending(
                     jobID: jobID, projectID: project, type: .sms, destination: phone, producer: nil,
                     now: now.addingTimeInterval(-30 * 86_400 * Double(rows - index) / Double(rows)))

@@ -7,7 +7,7 @@ import Foundation
 /// passed keys means reading every key, live ones included, and a key is live long after its send:
 /// 2.4 hours under the default `10/1d` per number, 12 minutes under `5/1h`. Walked every minute, a
 /// send's keys were read about 156 times over their lives: 30–51 µs of herald-api's CPU per send in
-/// steady state (190–330 ns a key on SQLite, `herald-bench --suite store`), whatever the send rate.
+/// steady state (190–330 ns a key on SQLite, `herald-bench store`), whatever the send rate.
 /// So a sweep starts at most once every `period`; the keys that pass meanwhile wait for the next one,
 /// a table at most a period's passed keys larger. A sweep that does not end within one pass's budget
 /// goes on from `cursor` in the next pass, so a large table is swept over several minutes rather

@@ -1,7 +1,7 @@
 /// Where a JSON string's plain run ends: the first `"`, `\` or control character (below 0x20), found
 /// eight bytes at a time. Job bodies and the PostgreSQL batches are mostly long plain texts (sealed
 /// codes, ids, limit keys), and a byte-by-byte scan was the largest part of writing and reading them
-/// (`herald-bench --suite instructions`).
+/// (`herald-bench instructions`).
 enum JSONSpecialBytes {
     /// The index of the first such byte at or after `start`, or `bytes.count` when there is none.
     ///

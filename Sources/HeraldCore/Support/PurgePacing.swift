@@ -40,7 +40,7 @@ public struct PurgePacing: Sendable, Equatable {
 
 extension PurgePacing {
     /// Housekeeping's pacing of each purge (`StoreMaintenance`). A statement's rows are sized to take
-    /// about 2 ms on SQLite (`herald-bench --suite store`): that is what a send issued during it waits.
+    /// about 2 ms on SQLite (`herald-bench store`): that is what a send issued during it waits.
     /// The budgets add up to 55 s (sessions, ledger, three small purges and the limit keys), so a pass
     /// that falls behind everywhere still ends within the minute; the sessions' 15 s cover a minute's
     /// expired sessions at about 6,000 sends a second (a pass over 120,000 took 4.3–5.1 s on SQLite,
@@ -51,7 +51,7 @@ extension PurgePacing {
     public static let smallRows = PurgePacing(chunk: 150, budget: .seconds(5))
     /// Limit keys looked at per statement (the passed ones among them deleted): 2,000 take about 0.6 ms
     /// on SQLite, and writes beside a paced walk waited less than beside walks of 8,000 a statement
-    /// (p99 1.6–2.0 ms against 3.2–3.4, `herald-bench --suite store`). The budget, 5 s a pass, looks
+    /// (p99 1.6–2.0 ms against 3.2–3.4, `herald-bench store`). The budget, 5 s a pass, looks
     /// through about six million keys; a larger table is swept over several passes (`RateKeySweep`).
     public static let rateKeys = PurgePacing(chunk: 2_000, budget: .seconds(5))
 

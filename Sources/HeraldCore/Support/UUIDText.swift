@@ -82,7 +82,7 @@ enum HexDigits {
 
     /// Writes `byte`'s two digits at `position` and moves it past them. Computed rather than looked up in
     /// `lowercase`: the array's bounds checks and global access were most of an id's formatting (six
-    /// ids and digests per send; `herald-bench --suite instructions`).
+    /// ids and digests per send; `herald-bench instructions`).
     @inline(__always)
     static func write(_ byte: UInt8, into out: UnsafeMutableBufferPointer<UInt8>, at position: inout Int) {
         out[position] = digit(byte >> 4)
