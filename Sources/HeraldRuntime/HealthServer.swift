@@ -1,3 +1,4 @@
+import ArgumentParser
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -49,29 +50,76 @@ public struct HealthServer: Service {
         }
     }
 
+    /// Binds at once, then serves when run; the whole listener as one service.
     public func run() async throws {
+        try await bind().run()
+    }
+
+    /// The listener's address is taken (another process, or another instance of this one, holds it).
+    public struct AddressInUse: Error, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public var description: String { "\(host):\(port) is in use" }
+    }
+
+    /// Binds the listener now, so a process learns that its port is taken before it connects to
+    /// anything or takes work; the answer serves once run. Throws `AddressInUse` for a taken port.
+    public func bind() async throws -> Listening {
         let connections = OpenConnections()
         let (isReady, deadline, maxConnections) = (self.isReady, TimeAmount(idleTimeout), self.maxConnections)
-        let server = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 64)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ConnectionCap(limit: maxConnections)) }
-            }
-            .childChannelInitializer { channel in
-                connections.add(channel)
-                return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(HealthHandler(isReady: isReady, deadline: deadline))
+        let server: any Channel
+        do {
+            server = try await ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 64)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .serverChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ConnectionCap(limit: maxConnections)) }
                 }
-            }
-            .bind(host: host, port: port).get()
-        onListening(server.localAddress?.port ?? port)
-        // Until SIGTERM (the worker drains first) or cancellation: then no new connection, and the
-        // open keep-alive ones are closed.
-        try? await gracefulShutdown()
-        try? await server.close()
-        for channel in connections.all() { channel.close(promise: nil) }
+                .childChannelInitializer { channel in
+                    connections.add(channel)
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.addHandler(HealthHandler(isReady: isReady, deadline: deadline))
+                    }
+                }
+                .bind(host: host, port: port).get()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw AddressInUse(host: host, port: port)
+        }
+        let bound = server.localAddress?.port ?? port
+        onListening(bound)
+        return Listening(server: server, connections: connections, port: bound)
+    }
+
+    /// `bind()`, or, when the port is taken, one line naming `key`, the address and how to give each
+    /// instance its own port, then exit 78 (a configuration error: the same file cannot run twice on
+    /// one host without a port of its own).
+    public func bindOrExit(key: String) async throws -> Listening {
+        do {
+            return try await bind()
+        } catch let taken as AddressInUse {
+            let variable = "HERALD_" + key.split(separator: ".").map { ConfigReader.upperSnake(String($0)) }.joined(separator: "_")
+            LineOutput.installProcessWide()
+            LineOutput.standardError.write("herald: \(key) \(taken); give each instance its own, e.g. \(variable)=\(taken.port + 10)")
+            throw ExitCode(78)
+        }
+    }
+
+    /// A bound listener: serves until graceful shutdown or cancellation, then closes it and every open
+    /// connection.
+    public struct Listening: Service {
+        let server: any Channel
+        let connections: OpenConnections
+        /// The port it listens on (the chosen one when configured as 0).
+        public let port: Int
+
+        public func run() async throws {
+            // Until SIGTERM (the worker drains first) or cancellation: then no new connection, and the
+            // open keep-alive ones are closed.
+            try? await gracefulShutdown()
+            try? await server.close()
+            for channel in connections.all() { channel.close(promise: nil) }
+        }
     }
 }
 

@@ -14,16 +14,20 @@ public enum WorkerProcess {
         logger: Logger
     ) async throws {
         let workerConfiguration = configuration.workers.settings(for: handler.type)
+        // Nothing connects yet: the queue's connections start when the worker runs.
         let queue = AMQPJobQueue(
             settings: configuration.amqp, topology: Topology(configuration: configuration), type: handler.type,
             prefetch: workerConfiguration.prefetch, logger: logger)
         let worker = WorkerService(
             handler: handler, ledger: ledger, queue: queue, settings: .init(workerConfiguration), keys: keys,
             foreignJobs: ForeignJobPolicy(configuration: configuration), logger: logger)
-        let health = HealthServer(
+        // Listening first: a second instance on the same port stops here, before it connects to the
+        // broker or takes a delivery it could then only hand back.
+        let health = try await HealthServer(
             host: configuration.http.metricsHost, port: workerConfiguration.metricsPort, idleTimeout: configuration.http.idleTimeout,
             maxConnections: configuration.http.maxConnections, isReady: { worker.isReady },
-            onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) })
+            onListening: { port in logger.info("health and metrics listening", metadata: ["port": .stringConvertible(port)]) }
+        ).bindOrExit(key: "workers.\(handler.type.rawValue).metricsPort")
         let gauges = QueueGauges(
             connection: queue.publisher, queues: queue.topology.queues(handler.type), interval: workerConfiguration.queuePollInterval, logger: logger)
         // Services stop in reverse order: the worker drains first, the health endpoint goes last.

@@ -149,4 +149,32 @@ struct ProcessRobustnessTests {
         }
         #expect(lines.count == 1)
     }
+
+    @Test("a worker on a taken metrics port stops with exit 78 naming the key and the address before it connects; port 0 picks one and logs it")
+    func metricsPorts() async throws {
+        try await StackHarness.run { stack in
+            let port = freePort()
+            let first = try await stack.startWorker(metricsPort: port)
+            let second = try HeraldProcess(
+                "herald-sms-worker", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
+                environment: ["HERALD_WORKERS_SMS_METRICS_PORT": String(port)])
+            #expect(await second.waitForExit(timeout: .seconds(30)) == 78)
+            #expect(
+                second.output.contains(
+                    "herald: workers.sms.metricsPort 127.0.0.1:\(port) is in use; give each instance its own, e.g. HERALD_WORKERS_SMS_METRICS_PORT=\(port + 10)"
+                ), "\(second.output)")
+            #expect(second.output.contains("amqp connected") == false, "it stopped before connecting to the broker")
+            #expect(first.isRunning)
+
+            let any = try HeraldProcess(
+                "herald-sms-worker", arguments: ["--config", stack.configPath], logDirectory: stack.settings.stateDir,
+                environment: ["HERALD_WORKERS_SMS_METRICS_PORT": "0"])
+            try await any.waitForOutput("health and metrics listening")
+            let line = any.output.split(separator: "\n").first { $0.contains("health and metrics listening") } ?? ""
+            let chosen = try #require(line.firstMatch(of: /"port":"?(\d+)/).flatMap { Int($0.1) })
+            #expect(chosen > 0)
+            #expect(try await HeraldClient(port: chosen).get("/healthz").status == 200)
+            _ = await any.terminate()
+        }
+    }
 }
