@@ -97,6 +97,17 @@ struct ConfigurationTests {
         #expect(JSONPointer("/a~1b/c~0d")?.tokens == ["a/b", "c~d"])
     }
 
+    @Test("sms.http.errorCodePath is a JSON pointer")
+    func errorCodePath() throws {
+        func gateway(_ extra: String) -> String {
+            Self.minimal.replacingOccurrences(
+                of: #"http: {url: "http://127.0.0.1:1/sms"}"#, with: #"http: {url: "http://127.0.0.1:1/sms", "# + extra + "}")
+        }
+        #expect(try ConfigurationLoader.parse(yaml: gateway("errorCodePath: /error/code")).sms.http.errorCodePath == "/error/code")
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).sms.http.errorCodePath == nil)
+        #expect(problem(gateway("errorCodePath: code"))?.key == "sms.http.errorCodePath")
+    }
+
     @Test("sms.prices: per country and a default, ISO codes only, perSegment and a currency required")
     func smsPrices() throws {
         func prices(_ flow: String) -> String {

@@ -74,10 +74,14 @@ public struct SMSSettings: Sendable {
         /// A JSON pointer (RFC 6901, `/id`, `/messages/0/id`) to the provider's message id in the
         /// gateway's 2xx answer; nil when the gateway gives none.
         public var messageIdPath: String?
+        /// A JSON pointer (`/code`, `/error/code`) to the provider's own error code in a non-2xx answer;
+        /// its value becomes the outcome's code (the ledger, `herald_worker_provider_errors_total{code}`).
+        /// nil: `http_<status>`.
+        public var errorCodePath: String? = nil
 
         public init(
             url: String?, headers: [String: String], bodyTemplate: Template, contentType: String, timeout: Duration, rate: RatePolicy,
-            callbackSecret: Data?, messageIdPath: String?
+            callbackSecret: Data?, messageIdPath: String?, errorCodePath: String? = nil
         ) {
             self.url = url
             self.headers = headers
@@ -87,6 +91,7 @@ public struct SMSSettings: Sendable {
             self.rate = rate
             self.callbackSecret = callbackSecret
             self.messageIdPath = messageIdPath
+            self.errorCodePath = errorCodePath
         }
     }
 

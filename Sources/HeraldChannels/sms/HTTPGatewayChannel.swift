@@ -13,11 +13,13 @@ public struct HTTPGatewayChannel: DeliveryChannel {
     let settings: SMSSettings.HTTPGateway
     let escaping: Template.Escaping
     let messageID: JSONPointer?
+    let errorCode: JSONPointer?
 
     public init(client: CurlClient, settings: SMSSettings.HTTPGateway) {
         self.client = client
         self.settings = settings
         self.messageID = settings.messageIdPath.flatMap(JSONPointer.init)
+        self.errorCode = settings.errorCodePath.flatMap(JSONPointer.init)
         let type = settings.contentType.lowercased()
         if type.hasPrefix("application/json") {
             escaping = .jsonString
@@ -43,7 +45,9 @@ public struct HTTPGatewayChannel: DeliveryChannel {
         let request = CurlHTTPRequest(url: url, headers: headers, body: Data(body.utf8), timeout: settings.timeout)
         do {
             let response = try await client.perform(request)
-            return Self.outcome(status: response.status, retryAfter: response.retryAfter, body: response.body, messageID: messageID)
+            return Self.outcome(
+                status: response.status, retryAfter: response.retryAfter, body: response.body, messageID: messageID, errorCode: errorCode,
+                sent: message.body, destination: message.to)
         } catch {
             switch error.kind {
             case .couldNotConnect, .timedOutBeforeSending, .cancelledBeforeSending:
@@ -58,21 +62,28 @@ public struct HTTPGatewayChannel: DeliveryChannel {
         }
     }
 
-    /// Maps a gateway's HTTP answer. The body is quoted for operators with digits masked: gateways
-    /// echo messages, and a message carries a code. A 2xx answer's message id (at `messageID`) is kept
-    /// when it is short printable text; anything else is not an id.
-    static func outcome(status: Int, retryAfter: Duration?, body: Data, messageID: JSONPointer? = nil) -> DeliveryOutcome {
+    /// Maps a gateway's HTTP answer. A 2xx answer's message id (at `messageID`) is kept when it is
+    /// short printable text; anything else is not an id. Any other answer's code is the value at
+    /// `errorCode` when the body has one (a provider's own, such as Twilio's 21211), else `http_<status>`;
+    /// a refusal quotes the body for operators with the text Herald sent taken out (`ProviderEcho`),
+    /// since gateways echo messages and a message carries a code.
+    static func outcome(
+        status: Int, retryAfter: Duration?, body: Data, messageID: JSONPointer? = nil, errorCode: JSONPointer? = nil, sent: String = "",
+        destination: String = ""
+    ) -> DeliveryOutcome {
+        func short(_ text: String?) -> String? {
+            text.flatMap { $0.isEmpty == false && $0.count <= 128 && $0.unicodeScalars.allSatisfy { (0x21...0x7E).contains($0.value) } ? $0 : nil }
+        }
         switch status {
         case 200..<300:
-            let id = messageID?.text(in: body).flatMap {
-                $0.count <= 128 && $0.unicodeScalars.allSatisfy { (0x21...0x7E).contains($0.value) } ? $0 : nil
-            }
-            return .sent(reference: id)
+            return .sent(reference: short(messageID?.text(in: body)))
         case 408, 425, 429, 500..<600:
-            return .retryable(reason: "gateway answered HTTP \(status)", retryAfter: retryAfter, code: "http_\(status)")
+            let code = short(errorCode?.text(in: body)).map { ProviderEcho.scrub($0, sent: sent, destination: destination) } ?? "http_\(status)"
+            return .retryable(reason: "gateway answered HTTP \(status)", retryAfter: retryAfter, code: code)
         default:
-            let snippet = String(decoding: body.prefix(200), as: UTF8.self).map { $0.isNumber ? "#" : $0 }
-            return .permanent(reason: "gateway answered HTTP \(status): \(String(snippet))", code: "http_\(status)")
+            let code = short(errorCode?.text(in: body)).map { ProviderEcho.scrub($0, sent: sent, destination: destination) } ?? "http_\(status)"
+            let snippet = ProviderEcho.scrub(String(decoding: body.prefix(200), as: UTF8.self), sent: sent, destination: destination)
+            return .permanent(reason: "gateway answered HTTP \(status): \(snippet)", code: code)
         }
     }
 }

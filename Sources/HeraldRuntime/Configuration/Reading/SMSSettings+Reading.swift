@@ -50,9 +50,12 @@ extension SMSSettings.HTTPGateway {
             timeout: try gateway.duration("timeout", default: .seconds(10), in: .milliseconds(100) ... .seconds(120)),
             rate: try gateway.rate("rate", default: RatePolicy(limit: 100, period: .seconds(1)))!,
             callbackSecret: try gateway.base64Secret("callbackSecret", minimumBytes: 16),
-            messageIdPath: try gateway.optionalString("messageIdPath"))
+            messageIdPath: try gateway.optionalString("messageIdPath"), errorCodePath: try gateway.optionalString("errorCodePath"))
         if let path = messageIdPath, JSONPointer(path) == nil {
             throw gateway.fail("messageIdPath", "must be a JSON pointer such as /id or /messages/0/id (got \(path))")
+        }
+        if let path = errorCodePath, JSONPointer(path) == nil {
+            throw gateway.fail("errorCodePath", "must be a JSON pointer such as /code or /error/code (got \(path))")
         }
         try gateway.finish()
     }
