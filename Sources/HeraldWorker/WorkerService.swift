@@ -207,8 +207,10 @@ public final class WorkerService: Service {
             metrics.queueWait.record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
         }
         let spacing = handler.spacingChecks(for: job)
+        var lifecycle = settings.lifecycle
+        lifecycle.perNumberSpacing = spacing.map(\.policy.period).max() ?? .zero
         var machine = JobLifecycle(
-            expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: settings.lifecycle)
+            expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: lifecycle)
         var ticket = ticket
         // A slot reserved for this job by an earlier check (carried through the throttle queue).
         var reserved: Int64? = if case .int(let slot) = delivery.headers[JobHeader.notBefore] { slot } else { nil }

@@ -122,7 +122,19 @@ struct JobLifecycleTests {
         var slow = Self.delivering(attempt: 1)
         let later = try #require(Self.finish(slow.delivered(.retryable(reason: "429", retryAfter: .seconds(4)), now: Self.now)))
         #expect(later.settlement == .retry(delay: .seconds(5), attempt: 1))
-        #expect(later.record == JobLifecycle.Record(status: .retrying, reason: "429", detail: "attempt 1 failed: 429; retry in 5s"))
+        #expect(
+            later.record == JobLifecycle.Record(status: .retrying, reason: "429", detail: "attempt 1 failed: 429; retry at 08:00:05 UTC (backoff 5s)")
+        )
+        // Per-number spacing longer than the backoff decides when the retry runs, and the event says so.
+        var spaced = Self.delivering(
+            attempt: 1,
+            settings: {
+                var s = Self.settings
+                s.perNumberSpacing = .seconds(20)
+                return s
+            }())
+        let spacedRetry = try #require(Self.finish(spaced.delivered(.retryable(reason: "503", retryAfter: nil), now: Self.now)))
+        #expect(spacedRetry.record?.detail == "attempt 1 failed: 503; retry at 08:00:20 UTC (backoff 1s, per-number spacing 20s)")
         var late = Self.delivering(attempt: 2, expiresIn: 4)
         let dropped = try #require(Self.finish(late.delivered(.retryable(reason: "503", retryAfter: nil), now: Self.now)))
         #expect(dropped.record?.status == .expired)

@@ -74,6 +74,7 @@ final class ScriptedChannel: DeliveryChannel {
     let name = "scripted"
     private let script: Mutex<[DeliveryOutcome]>
     private let sent = Mutex<[OutgoingSMS]>([])
+    private let times = Mutex<[ContinuousClock.Instant]>([])
     let takes: Duration
 
     init(_ outcomes: [DeliveryOutcome], takes: Duration = .zero) {
@@ -83,9 +84,12 @@ final class ScriptedChannel: DeliveryChannel {
 
     /// Every message the provider was asked to send, in order.
     var calls: [OutgoingSMS] { sent.withLock { $0 } }
+    /// When each call came, in order.
+    var callTimes: [ContinuousClock.Instant] { times.withLock { $0 } }
 
     func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome {
         sent.withLock { $0.append(message) }
+        times.withLock { $0.append(ContinuousClock.now) }
         if takes > .zero { try? await Task.sleep(for: takes) }
         return script.withLock { $0.isEmpty ? .sent(reference: "ref-\(message.jobID.lowercasedText)") : $0.removeFirst() }
     }

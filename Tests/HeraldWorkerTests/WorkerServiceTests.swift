@@ -232,10 +232,13 @@ struct WorkerServiceTests {
         let held = WorkerHarness(perNumberSpacing: .milliseconds(300), throttleHold: .seconds(5))
         let first = try await held.job()
         let second = try await held.job()
+        // The first job's slot is reserved after `before`; the second's comes a spacing later, and it
+        // is sent no earlier.
+        let before = ContinuousClock.now
         await held.send(first)
-        let started = ContinuousClock.now
         await held.send(second)
-        #expect(ContinuousClock.now - started >= .milliseconds(200), "the second waited for its slot")
+        let times = held.channel.callTimes
+        #expect(times.count == 2 && times[1] - before >= .milliseconds(290), "the second waited for its slot")
         #expect(held.queue.delayed.isEmpty)
         #expect(try await held.status(second) == .sent)
 

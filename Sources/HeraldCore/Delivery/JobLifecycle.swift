@@ -20,12 +20,18 @@ public struct JobLifecycle: Sendable {
         /// Throttle waits up to this long are held in memory (no republish, order kept); longer ones
         /// park the job in a throttle queue, once.
         public var holdLimit: Duration
+        /// The least time between two sends to one destination (zero: none). A retry cannot run before
+        /// it has passed since this attempt, whatever its backoff, so the retry's event says so.
+        public var perNumberSpacing: Duration
 
-        public init(retryPolicy: RetryPolicy, retryUncertain: Bool, throttleDelays: [Duration], holdLimit: Duration) {
+        public init(
+            retryPolicy: RetryPolicy, retryUncertain: Bool, throttleDelays: [Duration], holdLimit: Duration, perNumberSpacing: Duration = .zero
+        ) {
             self.retryPolicy = retryPolicy
             self.retryUncertain = retryUncertain
             self.throttleDelays = throttleDelays
             self.holdLimit = holdLimit
+            self.perNumberSpacing = perNumberSpacing
         }
     }
 
@@ -282,9 +288,14 @@ public struct JobLifecycle: Sendable {
         case .retryable(let reason, let retryAfter, _):
             switch settings.retryPolicy.decide(failures: attempt, retryAfter: retryAfter, now: now, expiresAt: expiresAt) {
             case .retry(let delay):
+                // When it really runs: the delay queue's wait, or the destination's spacing if longer.
+                var why = "backoff \(DurationText.format(delay))"
+                if settings.perNumberSpacing > .zero { why += ", per-number spacing \(DurationText.format(settings.perNumberSpacing))" }
+                let runs = now.addingTimeInterval(max(delay, settings.perNumberSpacing).seconds)
                 return finish(
                     Record(
-                        status: .retrying, reason: reason, detail: "attempt \(attempt) failed: \(reason); retry in \(DurationText.format(delay))"),
+                        status: .retrying, reason: reason,
+                        detail: "attempt \(attempt) failed: \(reason); retry at \(Timestamp.timeOfDay(runs)) (\(why))"),
                     .retry(delay: delay, attempt: attempt), .retry,
                     Note(
                         .notice, "retryable failure; retrying later",

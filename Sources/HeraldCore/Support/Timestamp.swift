@@ -13,6 +13,15 @@ public enum Timestamp {
     /// 10000-01-01T00:00:00Z in milliseconds since 1970.
     private static let endOfYear9999 = Int64(253_402_300_800_000)
 
+    /// The time of day in UTC to the second (`07:14:17 UTC`), for events an operator reads beside
+    /// their own timestamps.
+    public static func timeOfDay(_ date: Date) -> String {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let inDay = ((seconds % 86_400) + 86_400) % 86_400
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(two(inDay / 3600)):\(two(inDay / 60 % 60)):\(two(inDay % 60)) UTC"
+    }
+
     /// Milliseconds truncated, except that an instant within a microsecond (or, far in the future, the
     /// Double's own precision) of a whole millisecond is that millisecond: a parsed `…30.820Z` is held
     /// as the nearest Double, perhaps `…30.8199999`, and must write back the same text.
