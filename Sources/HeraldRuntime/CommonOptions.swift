@@ -36,6 +36,11 @@ extension CommonOptions {
                     ])
             }
         }
+        for finding in UnsafeSettings.findings(in: configuration) {
+            logger.warning(
+                "unsafe setting outside devMode (herald-admin check lists them)",
+                metadata: ["key": .string(finding.key), "problem": .string(finding.problem)])
+        }
         if configuration.ignoredEnvironment.isEmpty == false {
             logger.warning(
                 "ignoring HERALD_* variables that are no configuration key (Kubernetes service links or foreign names)",

@@ -11,7 +11,7 @@ import Logging
 struct HeraldAdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-admin", abstract: "Operate a Herald installation.", version: BuildInfo.versionLine,
-        subcommands: [Topology.self, DeadLetters.self, Messages.self, Limits.self, Store.self])
+        subcommands: [Check.self, Topology.self, DeadLetters.self, Messages.self, Limits.self, Store.self])
 
     /// `--config` goes before or after the subcommand (see `CommonOptions.movingConfigLast`).
     static func main() async {
@@ -32,6 +32,25 @@ struct HeraldAdminCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "dead-letters", abstract: "Inspect, replay and purge dead-lettered jobs.",
             subcommands: [List.self, Show.self, Replay.self, Purge.self])
+    }
+}
+
+extension HeraldAdminCommand {
+    /// `herald-admin check`: validates the configuration (exit 78 when it is invalid, as every executable
+    /// does), then lists the settings that are valid but unsafe outside devMode and exits 1 when there
+    /// is any, so a deployment's CI can refuse them.
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate the configuration and list unsafe settings (exit 1 when there is any).")
+        @OptionGroup var options: CommonOptions
+
+        func run() async throws {
+            let (configuration, path) = try ConfigurationLoader.loadOrExitCode(path: options.config)
+            let findings = UnsafeSettings.findings(in: configuration)
+            print("\(path): valid\(configuration.devMode ? " (devMode: unsafe settings are not checked)" : "")")
+            for finding in findings { print("unsafe\t\(finding.key)\t\(finding.problem)") }
+            if findings.isEmpty == false { throw ExitCode(1) }
+        }
     }
 }
 

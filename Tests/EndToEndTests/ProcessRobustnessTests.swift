@@ -177,4 +177,30 @@ struct ProcessRobustnessTests {
             _ = await any.terminate()
         }
     }
+
+    @Test("herald-admin check: 0 for a safe file, 1 listing each unsafe setting, 78 for an invalid one")
+    func check() async throws {
+        let directory = NSTemporaryDirectory() + "herald-check-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func check(_ yaml: String) async throws -> (status: Int32?, output: String) {
+            let path = directory + "/herald-\(UUID().uuidString.prefix(6)).yaml"
+            try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+            let process = try HeraldProcess("herald-admin", arguments: ["check", "--config", path], logDirectory: directory)
+            return (await process.waitForExit(timeout: .seconds(20)), process.output)
+        }
+        var settings = TestConfiguration()
+        settings.stateDir = directory
+        settings.appVerification = "{required: true}"
+        let safe = try await check(settings.yaml)
+        #expect(safe.status == 0, "\(safe.output)")
+        var plain = settings
+        plain.gatewayURL = "http://gateway.example.com/sms"
+        let unsafe = try await check(plain.yaml)
+        #expect(unsafe.status == 1, "\(unsafe.output)")
+        #expect(unsafe.output.contains("unsafe\tsms.http.url\tplain http:// to gateway.example.com"), "\(unsafe.output)")
+        let invalid = try await check(settings.yaml + "\nbogus: 1\n")
+        #expect(invalid.status == 78)
+    }
+
 }
