@@ -95,7 +95,8 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
     let curl = CurlClient(logger: logger)
     let verifier = AppVerifier(
         store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
-        captcha: CaptchaVerifier(client: curl, logger: logger), clock: dependencies.clock, logger: logger)
+        captcha: CaptchaVerifier(client: curl, logger: logger), clock: dependencies.clock, logger: logger,
+        pushes: configuration.push.provider != .none)
     let completion = SignInCompletion(store: dependencies.store, tokens: dependencies.tokens, keys: dependencies.keys, clock: dependencies.clock)
     let signedIn = SignedInUser(
         store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock, recentLogin: configuration.tokens.recentLogin)

@@ -87,6 +87,8 @@ public struct TestConfiguration: Sendable {
     /// `http.maxConnections` (nil: derived from the file limit).
     public var maxConnections: Int? = nil
     public var emailProvider = "smtp"
+    /// `push.provider`: apns by default; `none` for an installation without silent pushes.
+    public var pushProvider = "apns"
     public var smtpURL = "smtp://127.0.0.1:1"
     public var smtpTimeout = "5s"
     /// More keys for `email.smtp` (YAML flow entries: `requireTLS: true, caFile: "…", username: u, password: p`).
@@ -172,6 +174,7 @@ public struct TestConfiguration: Sendable {
               templateDir: "\(Self.emailTemplateDir)"
               smtp: {url: "\(smtpURL)", heloName: herald.test, timeout: \(smtpTimeout)\(smtpExtra.isEmpty ? "" : ", " + smtpExtra)}
             push:
+              provider: \(pushProvider)
               apns: {url: \(apnsURL.map { "\"\($0)\"" } ?? "null"), caFile: \(apnsCAFile.map { "\"\($0)\"" } ?? "null"), keyId: \(apnsKey.map { "\"\($0.id)\"" } ?? "null"), teamId: \(apnsKey.map { "\"\($0.team)\"" } ?? "null"), keyFile: \(apnsKey.map { "\"\($0.file)\"" } ?? "null")}
             workers:
               email: {concurrency: 8, retryDelays: [\(emailRetryDelays.joined(separator: ", "))], throttleDelays: [100ms, 1s], metricsPort: 0}

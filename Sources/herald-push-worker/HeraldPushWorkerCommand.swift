@@ -19,6 +19,11 @@ struct HeraldPushWorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, logger) = try options.boot("herald-push-worker") { ["provider": .string($0.push.provider.rawValue)] }
+        if configuration.push.provider == .none {
+            // Nothing will ever be queued for it; systemd's units do not restart on 78.
+            LineOutput.standardError.write("herald: push.provider is none: no silent pushes are sent, so herald-push-worker is not needed")
+            throw ExitCode(78)
+        }
 
         let store = try await SQLStore.open(configuration.store, logger: logger)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))

@@ -203,4 +203,21 @@ struct ProcessRobustnessTests {
         #expect(invalid.status == 78)
     }
 
+    @Test("push.provider none: herald-push-worker stops with exit 78 saying it is not needed; herald-admin runs")
+    func noPush() async throws {
+        let directory = NSTemporaryDirectory() + "herald-nopush-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var settings = TestConfiguration()
+        settings.stateDir = directory
+        settings.pushProvider = "none"
+        let path = directory + "/herald.yaml"
+        try settings.yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        let worker = try HeraldProcess("herald-push-worker", arguments: ["--config", path], logDirectory: directory)
+        #expect(await worker.waitForExit(timeout: .seconds(20)) == 78)
+        #expect(worker.output.contains("push.provider is none"), "\(worker.output)")
+        let admin = try HeraldProcess("herald-admin", arguments: ["store", "status", "--config", path], logDirectory: directory)
+        #expect(await admin.waitForExit(timeout: .seconds(20)) == 0, "\(admin.output)")
+    }
+
 }

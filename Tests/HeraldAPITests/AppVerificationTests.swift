@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAMQP
 import HeraldCore
+import HeraldRuntime
 import HeraldStore
 import HeraldTesting
 import Testing
@@ -25,6 +26,23 @@ struct AppVerificationTests {
         let jobs = try await harness.publishedPushJobs(admin)
         guard let job = jobs.last?.1 else { throw TestFailure("no push job") }
         return (receipt, try harness.secret(in: job))
+    }
+
+    @Test("push.provider none: verifyClient answers INVALID_APP_CREDENTIAL (the SDK's cue for reCAPTCHA) and queues nothing")
+    func noPush() async throws {
+        let harness = try APIHarness {
+            $0.appVerification = "{required: true}"
+            $0.pushProvider = "none"
+        }
+        try await harness.run { client, admin in
+            for path in [Paths.v1 + "verifyIosClient", Paths.legacy + "verifyClient"] {
+                let answer = try await client.post(path, apiKey: key, json: ["appToken": Self.device, "isSandbox": true], headers: [Self.bundle])
+                #expect(answer.status == 400, "\(path)")
+                #expect(answer.errorMessage == "INVALID_APP_CREDENTIAL", "\(path)")
+            }
+            #expect(Topology.types(in: harness.configuration) == [.sms, .email])
+            await #expect(throws: (any Error).self, "no push queue is even declared") { try await harness.publishedPushJobs(admin) }
+        }
     }
 
     @Test("verifyIosClient and legacy verifyClient: receipt + suggestedTimeout once the push job is confirmed")

@@ -16,11 +16,15 @@ final class AppVerifier: Sendable {
     let captcha: CaptchaVerifier
     let clock: any WallClock
     let logger: Logger
+    /// False with `push.provider: none`: no silent push is ever sent, so `verifyClient` answers what
+    /// makes the iOS SDK fall back to reCAPTCHA.
+    let pushes: Bool
 
     init(
         store: any AppVerificationStore & DeliveryLedger & RateLimitStore, publisher: any JobPublisher, keys: HeraldKeys,
-        limits: LimitSettings, captcha: CaptchaVerifier, clock: any WallClock, logger: Logger
+        limits: LimitSettings, captcha: CaptchaVerifier, clock: any WallClock, logger: Logger, pushes: Bool = true
     ) {
+        self.pushes = pushes
         self.store = store
         self.publisher = publisher
         self.keys = keys
@@ -37,6 +41,7 @@ final class AppVerifier: Sendable {
     ) async throws -> (receipt: String, suggestedTimeout: String) {
         guard let appToken = body.string("appToken") else { throw HeraldError(.missingIOSAppToken) }
         guard let bundleID, bundleID.isEmpty == false else { throw HeraldError(.missingIOSBundleID) }
+        guard pushes else { throw HeraldError(.invalidAppCredential) }
         guard project.iosBundleIds.contains(bundleID) else {
             logger.notice("verifyClient for an unlisted bundle", metadata: ["project": .string(project.id), "bundle": .string(bundleID)])
             throw HeraldError(.invalidAppCredential)

@@ -1,5 +1,5 @@
-/// `push`: how herald-push-worker delivers (`apns`, or `console` in devMode), the provider key and
-/// where to reach APNs.
+/// `push`: how herald-push-worker delivers (`apns`, `console` in devMode, or `none` for no silent
+/// pushes), the provider key and where to reach APNs.
 public struct PushSettings: Sendable {
     public var provider: Provider
 
@@ -9,6 +9,9 @@ public struct PushSettings: Sendable {
         case apns
         /// The terminal, for development (devMode only).
         case console
+        /// No silent pushes: `verifyClient` answers INVALID_APP_CREDENTIAL (iOS apps then use
+        /// reCAPTCHA), no push job is queued, and no herald-push-worker is expected.
+        case none
     }
     public var apnsURL: String?
     public var caFile: String?

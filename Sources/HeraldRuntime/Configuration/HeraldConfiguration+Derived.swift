@@ -1,12 +1,15 @@
 import HeraldAMQP
+import HeraldChannels
 import HeraldCore
 
 extension Topology {
-    /// The types an installation uses: every one but `apple`, which only a project that can revoke Apple
-    /// tokens (Sign in with Apple enabled, with its key) publishes; its queues are not declared otherwise.
+    /// The types an installation uses: `sms` and `email` always; `push` unless `push.provider` is
+    /// `none`; `apple` only when a project can revoke Apple tokens (Sign in with Apple enabled, with its
+    /// key). The queues of the others are not declared, watched or expected to have consumers.
     public static func types(in configuration: HeraldConfiguration) -> [JobType] {
         let apple = configuration.projects.contains { $0.apple.enabled && $0.apple.canRevoke }
-        return supportedTypes.filter { $0 != .apple || apple }
+        let push = configuration.push.provider != .none
+        return supportedTypes.filter { ($0 != .apple || apple) && ($0 != .push || push) }
     }
 
     /// The topology `configuration` declares: its exchange, queue type, delivery limit and each
