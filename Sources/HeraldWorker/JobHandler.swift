@@ -24,10 +24,13 @@ public protocol JobHandler: Sendable {
     var providerName: String { get }
     /// What one segment costs in `region` (`region(of:)`; `sms.prices`), for `herald_sms_cost_total`; nil: not priced.
     func price(inRegion region: String) -> SMSSettings.Prices.Price?
+    /// The least time between two jobs to one destination (zero: none), for the start-up log and metrics.
+    var perDestinationSpacing: Duration { get }
 }
 
 extension JobHandler {
     public func price(inRegion region: String) -> SMSSettings.Prices.Price? { nil }
+    public var perDestinationSpacing: Duration { .zero }
 
     /// What the ledger keeps about `job` when a worker claims it.
     func description(of job: Job, producer: String?) -> DeliveryDescription {
@@ -60,6 +63,8 @@ public struct SMSJobHandler: JobHandler {
     }
 
     public func price(inRegion region: String) -> SMSSettings.Prices.Price? { prices.price(for: region) }
+
+    public var perDestinationSpacing: Duration { perNumberSpacing }
 
     public func spacingChecks(for job: Job) -> [LimitCheck] {
         guard perNumberSpacing > .zero else { return [] }

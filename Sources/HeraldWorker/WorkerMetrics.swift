@@ -22,6 +22,22 @@ final class WorkerMetrics: Sendable {
         queueWait = Timer(label: "herald_worker_queue_wait_seconds", dimensions: [("type", type)])
         providerCall = Timer(label: "herald_worker_provider_seconds", dimensions: [("type", type)])
         enqueueToSent = Timer(label: "herald_worker_enqueue_to_sent_seconds", dimensions: [("type", type)])
+        // Every outcome has a series from the first scrape, so a dashboard or an alert on a rate of them
+        // shows 0 on a healthy new install rather than "no data".
+        for outcome in JobOutcome.allCases { _ = job(outcome) }
+    }
+
+    /// The settings a worker runs with, as gauges an operator can compare across instances:
+    /// `herald_worker_concurrency`, `herald_worker_prefetch`, `herald_worker_provider_rate_per_second`
+    /// (`provider` label; absent when unlimited) and `herald_worker_spacing_seconds`, each by `type`.
+    func settings(concurrency: Int, prefetch: Int?, providerRate: (provider: String, policy: RatePolicy)?, spacing: Duration) {
+        Gauge(label: "herald_worker_concurrency", dimensions: [("type", type)]).record(concurrency)
+        if let prefetch { Gauge(label: "herald_worker_prefetch", dimensions: [("type", type)]).record(prefetch) }
+        if let rate = providerRate {
+            Gauge(label: "herald_worker_provider_rate_per_second", dimensions: [("type", type), ("provider", rate.provider)])
+                .record(Double(rate.policy.limit) / rate.policy.period.seconds)
+        }
+        Gauge(label: "herald_worker_spacing_seconds", dimensions: [("type", type)]).record(spacing.seconds)
     }
 
     /// `herald_worker_jobs_total{type, outcome}`.

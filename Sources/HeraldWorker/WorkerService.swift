@@ -113,6 +113,14 @@ public final class WorkerService: Service {
             started["prefetch"] = .stringConvertible(prefetch)
             started["effectiveConcurrency"] = .stringConvertible(min(settings.concurrency, prefetch))
         }
+        if let rate = handler.providerRate {
+            started["providerRate"] = .string(rate.policy.description)
+            await warnOfOtherRates(rate)
+        }
+        started["spacing"] = .string(DurationText.format(handler.perDestinationSpacing))
+        metrics.settings(
+            concurrency: settings.concurrency, prefetch: settings.prefetch,
+            providerRate: handler.providerRate.map { (handler.providerName, $0.policy) }, spacing: handler.perDestinationSpacing)
         logger.info("worker started", metadata: started)
         // The grace runs from the stop request: when it ends, the consuming task is cancelled, which
         // hands back every job still waiting (throttle, pacer, a free slot) and lets provider calls
@@ -139,6 +147,25 @@ public final class WorkerService: Service {
         }
         await queue.shutdown()
         logger.info("worker stopped")
+    }
+
+    /// Workers share a provider's rate through the store under a key that names the rate, so two that
+    /// disagree on it do not share it at all: each spends its own. A key for the same provider under
+    /// another rate, used in the last hour, means another worker runs with that rate.
+    private func warnOfOtherRates(_ rate: LimitCheck) async {
+        guard let parts = LimitCheck.parse(rate.key),
+            let states = try? await ledger.rateStates(kind: parts.kind, subject: parts.subject, project: parts.project)
+        else { return }
+        let recent = clock.now.addingTimeInterval(-3600).microsecondsSince1970
+        let ours = rate.policy.description
+        let live = Set(states.filter { $0.tat >= recent }.compactMap { LimitCheck.parse($0.key)?.policy }.filter { $0 != ours })
+        guard live.isEmpty == false else { return }
+        logger.warning(
+            "another worker of this provider runs with a different rate; they do not share one (set the same rate everywhere)",
+            metadata: [
+                "provider": .string(handler.providerName), "rate": .string(rate.policy.description),
+                "otherRates": .string(live.sorted().joined(separator: ",")),
+            ])
     }
 
     private func consumeUntilStopped() async {

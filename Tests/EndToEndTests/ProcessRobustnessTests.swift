@@ -174,6 +174,18 @@ struct ProcessRobustnessTests {
             let chosen = try #require(line.firstMatch(of: /"port":"?(\d+)/).flatMap { Int($0.1) })
             #expect(chosen > 0)
             #expect(try await HeraldClient(port: chosen).get("/healthz").status == 200)
+            // Its settings are exported, and every outcome has a series before the first job.
+            try await any.waitForOutput("worker started")
+            let metrics = String(decoding: try await HeraldClient(port: chosen).get("/metrics").body, as: UTF8.self)
+            let lines = metrics.split(separator: "\n")
+            #expect(Self.sample(metrics, #"herald_worker_concurrency{type="sms"}"#) == Double(stack.settings.concurrency), "\(metrics)")
+            #expect(lines.contains { $0.hasPrefix("herald_worker_provider_rate_per_second{") })
+            for outcome in ["sent", "failed", "unauthenticated", "storeError"] {
+                let label = outcome == "storeError" ? "store_error" : outcome
+                #expect(
+                    lines.contains { $0.hasPrefix("herald_worker_jobs_total{") && $0.contains("outcome=\"\(label)\"") && $0.hasSuffix(" 0") },
+                    "\(label)")
+            }
             _ = await any.terminate()
         }
     }

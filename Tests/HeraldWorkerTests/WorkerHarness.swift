@@ -26,18 +26,18 @@ final class WorkerHarness: Sendable {
     init(
         outcomes: [DeliveryOutcome] = [], retryUncertain: Bool = false, perNumberSpacing: Duration = .zero, throttleHold: Duration = .seconds(5),
         concurrency: Int = 4, shutdownGrace: Duration = .seconds(5), providerCall: Duration = .zero,
-        foreignJobs: ForeignJobPolicy = .none
+        foreignJobs: ForeignJobPolicy = .none, providerRate: RatePolicy? = nil, logs: CapturedLogs? = nil
     ) {
         channel = ScriptedChannel(outcomes, takes: providerCall)
         let handler = SMSJobHandler(
-            channel: channel, keys: keys, templates: TemplateCatalog([:]), perNumberSpacing: perNumberSpacing)
+            channel: channel, keys: keys, templates: TemplateCatalog([:]), providerRate: providerRate, perNumberSpacing: perNumberSpacing)
         worker = WorkerService(
             handler: handler, ledger: store, queue: queue,
             settings: .init(
                 concurrency: concurrency, retryPolicy: RetryPolicy(delays: Self.topology.retryDelays[.sms]!), retryUncertain: retryUncertain,
                 shutdownGrace: shutdownGrace, throttleDelays: Self.topology.throttleDelays[.sms]!, throttleHold: throttleHold,
                 instanceID: "test-worker"),
-            keys: keys, foreignJobs: foreignJobs, logger: Logger(label: "worker-test"))
+            keys: keys, foreignJobs: foreignJobs, logger: logs?.logger("worker-test") ?? Logger(label: "worker-test"))
     }
 
     /// A text SMS as herald-api makes one, its ledger row recorded (`recordPending`) unless `recorded` is false.

@@ -305,4 +305,37 @@ struct WorkerServiceTests {
         #expect(harness.channel.calls.map(\.jobID) == [first.id])
         #expect(try await harness.status(second) != .sent)
     }
+
+    @Test("start-up names the effective settings; a provider rate another worker runs differently is a warning naming both")
+    func startupSettings() async throws {
+        let logs = CapturedLogs()
+        let harness = WorkerHarness(perNumberSpacing: .seconds(5), providerRate: RatePolicy.parse("100/1s")!, logs: logs)
+        // Another worker of the same provider spent its rate of 2/1s a moment ago.
+        let other = LimitCheck(kind: .provider, scope: "scripted", subject: "scripted", policy: RatePolicy.parse("2/1s")!)
+        _ = try await harness.store.rateReserve(key: other.key, parameters: GCRA.Parameters(other.policy), now: Date().microsecondsSince1970)
+        let group = ServiceGroup(services: [harness.worker], logger: .init(label: "worker-test"))
+        let running = Task { try await group.run() }
+        #expect(await harness.queue.waitFor { _ in logs.text.contains("worker started") })
+        await group.triggerGracefulShutdown()
+        try await running.value
+        let started = try #require(logs.text.split(separator: "\n").first { $0.contains("worker started") })
+        #expect(started.contains("providerRate=100/1s") && started.contains("spacing=5s") && started.contains("concurrency=4"), "\(started)")
+        let warning = try #require(logs.text.split(separator: "\n").first { $0.contains("different rate") })
+        #expect(warning.contains("rate=100/1s") && warning.contains("otherRates=2/1s"), "\(warning)")
+    }
+
+    @Test("workers that agree on the rate say nothing about it")
+    func agreeingRates() async throws {
+        let logs = CapturedLogs()
+        let harness = WorkerHarness(providerRate: RatePolicy.parse("100/1s")!, logs: logs)
+        let same = LimitCheck(kind: .provider, scope: "scripted", subject: "scripted", policy: RatePolicy.parse("100/1s")!)
+        _ = try await harness.store.rateReserve(key: same.key, parameters: GCRA.Parameters(same.policy), now: Date().microsecondsSince1970)
+        let group = ServiceGroup(services: [harness.worker], logger: .init(label: "worker-test"))
+        let running = Task { try await group.run() }
+        #expect(await harness.queue.waitFor { _ in logs.text.contains("worker started") })
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(logs.text.contains("different rate") == false)
+    }
+
 }
