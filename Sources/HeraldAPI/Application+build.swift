@@ -88,6 +88,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
     let (seconds, attoseconds) = configuration.http.idleTimeout.components
     let idleTimeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     // Outermost, so error answers carry the CORS grant too (web SDKs read the error codes).
+    KnownSeries.start(projects: configuration.projects)
     router.add(middleware: CrossOriginPolicy(configuration: configuration))
     router.add(middleware: IdentityToolkitErrorMiddleware())
     if configuration.devMode { router.add(middleware: DevModeHostCheck(admin: AdminAuthorization(tokens: configuration.admin.tokens))) }
@@ -166,7 +167,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
             body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: broker unreachable\n")))
     }
     return Application(
-        responder: OperationRouter(router: router, handler: identityToolkit.handleOperation, enabled: routeOperationsFirst),
+        responder: RequestMetrics(OperationRouter(router: router, handler: identityToolkit.handleOperation, enabled: routeOperationsFirst)),
         server: .http1(configuration: .init(additionalChannelHandlers: [RequestBodyDeadline(timeout: idleTimeout)], idleTimeout: idleTimeout)),
         configuration: .init(
             address: .hostname(configuration.http.host, port: configuration.http.port), serverName: "herald-api",

@@ -26,11 +26,14 @@ public protocol JobHandler: Sendable {
     func price(inRegion region: String) -> SMSSettings.Prices.Price?
     /// The least time between two jobs to one destination (zero: none), for the start-up log and metrics.
     var perDestinationSpacing: Duration { get }
+    /// Provider error codes known before any answer (`DeliveryChannel.knownErrorCodes`).
+    var knownErrorCodes: [String] { get }
 }
 
 extension JobHandler {
     public func price(inRegion region: String) -> SMSSettings.Prices.Price? { nil }
     public var perDestinationSpacing: Duration { .zero }
+    public var knownErrorCodes: [String] { [] }
 
     /// What the ledger keeps about `job` when a worker claims it.
     func description(of job: Job, producer: String?) -> DeliveryDescription {
@@ -65,6 +68,8 @@ public struct SMSJobHandler: JobHandler {
     public func price(inRegion region: String) -> SMSSettings.Prices.Price? { prices.price(for: region) }
 
     public var perDestinationSpacing: Duration { perNumberSpacing }
+
+    public var knownErrorCodes: [String] { channel.knownErrorCodes }
 
     public func spacingChecks(for job: Job) -> [LimitCheck] {
         guard perNumberSpacing > .zero else { return [] }

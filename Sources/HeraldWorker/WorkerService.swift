@@ -100,6 +100,9 @@ public final class WorkerService: Service {
         self.logger = logger
         self.pacer = handler.providerRate.map { ProviderPacer(store: ledger, check: $0, clock: clock, logger: logger) }
         self.metrics = WorkerMetrics(type: handler.type.rawValue)
+        for code in handler.knownErrorCodes {
+            Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", handler.providerName), ("code", code)]).increment(by: 0)
+        }
     }
 
     /// True while the consumer is connected.

@@ -180,6 +180,7 @@ struct ProcessRobustnessTests {
             let lines = metrics.split(separator: "\n")
             #expect(Self.sample(metrics, #"herald_worker_concurrency{type="sms"}"#) == Double(stack.settings.concurrency), "\(metrics)")
             #expect(lines.contains { $0.hasPrefix("herald_worker_provider_rate_per_second{") })
+            #expect(Self.sample(metrics, #"herald_worker_provider_errors_total{provider="http",code="unreachable"}"#) == 0, "\(metrics)")
             for outcome in ["sent", "failed", "unauthenticated", "storeError"] {
                 let label = outcome == "storeError" ? "store_error" : outcome
                 #expect(
@@ -230,6 +231,28 @@ struct ProcessRobustnessTests {
         #expect(worker.output.contains("push.provider is none"), "\(worker.output)")
         let admin = try HeraldProcess("herald-admin", arguments: ["store", "status", "--config", path], logDirectory: directory)
         #expect(await admin.waitForExit(timeout: .seconds(20)) == 0, "\(admin.output)")
+    }
+
+    @Test("herald-api's /metrics: requests and their duration by route template, method and status; known counters start at 0")
+    func requestMetrics() async throws {
+        try await StackHarness.run { stack in
+            try await stack.startAPI()
+            let metricsClient = HeraldClient(port: stack.settings.apiMetricsPort)
+            let before = String(decoding: try await metricsClient.get("/metrics").body, as: UTF8.self)
+            let project = TestConfiguration.projectID
+            #expect(Self.sample(before, #"herald_api_sign_ins_total{project="\#(project)",outcome="ok"}"#) == 0, "\(before)")
+            #expect(Self.sample(before, #"herald_api_limit_refusals_total{project="\#(project)",limit="limits.perNumber"}"#) == 0)
+            _ = try await stack.sendCode(to: "+15555550100")
+            for index in 0..<3 { _ = try await stack.client.get("/no/such/path/\(index)") }
+            let after = String(decoding: try await metricsClient.get("/metrics").body, as: UTF8.self)
+            let sends = after.split(separator: "\n").filter {
+                $0.hasPrefix("herald_api_requests_total{") && $0.contains(#"route="/v1/{operation}""#) && $0.contains(#"method="POST""#)
+                    && $0.contains(#"status="200""#)
+            }
+            #expect(sends.count == 1 && sends.first.map { $0.hasSuffix(" 1") } == true, "\(sends)")
+            #expect(after.contains(#"herald_api_requests_total{route="NotFound",method="GET",status="404"} 3"#), "\(after)")
+            #expect(after.contains("herald_api_request_duration_seconds_bucket{route=\"/v1/{operation}\""))
+        }
     }
 
 }

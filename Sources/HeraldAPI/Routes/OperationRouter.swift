@@ -5,7 +5,7 @@ import Hummingbird
 /// goes to the router as before.
 ///
 /// Why: the router's trie walks the path a `Character` at a time and compares each component as a
-/// `Substring`, about 18,000 instructions per send (4 % of herald-api's count, `herald-bench --suite
+/// `Substring`, about 18,000 instructions per send (4 % of herald-api's count, `herald-bench
 /// instructions`). Taken here, a request reaches the same handler through the same middleware with the
 /// same parameters as the router would give it.
 ///

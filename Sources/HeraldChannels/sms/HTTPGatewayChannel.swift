@@ -9,6 +9,7 @@ import Logging
 /// "uncertain", because the gateway may have sent the SMS.
 public struct HTTPGatewayChannel: DeliveryChannel {
     public let name = "http"
+    public let knownErrorCodes = ["unreachable", "no_answer", "misconfigured", "transport"]
     let client: CurlClient
     let settings: SMSSettings.HTTPGateway
     let escaping: Template.Escaping

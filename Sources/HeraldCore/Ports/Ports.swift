@@ -13,6 +13,13 @@ public protocol DeliveryChannel: Sendable {
     /// A short provider name for logs and metrics (`http`, `console`).
     var name: String { get }
     func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome
+    /// The error codes it reports whatever the provider answers (transport failures), so their
+    /// `herald_worker_provider_errors_total` series exist at 0 from the start.
+    var knownErrorCodes: [String] { get }
+}
+
+extension DeliveryChannel {
+    public var knownErrorCodes: [String] { [] }
 }
 
 /// Submits one rendered email. Like `DeliveryChannel`, every answer maps to a `DeliveryOutcome`.
