@@ -118,6 +118,7 @@ extension HeraldAdminCommand.Topology {
         @OptionGroup var options: CommonOptions
         @Option(name: .customLong("type"), help: "Job types whose work queues must have a consumer (repeatable; default: every type).")
         var types: [String] = []
+        @OptionGroup var listing: ListingOptions
 
         func run() async throws {
             let required = try types.map(JobType.named)
@@ -125,6 +126,7 @@ extension HeraldAdminCommand.Topology {
             let management = configuration.amqp.managementURL.map { BrokerManagement(baseURL: $0, endpoint: configuration.amqp.endpoints[0]) }
             var managementProblem: String?
             var unserved: [String] = []
+            var rows = Listing("queue", "ready", "unacked", "consumers", "state")
             for type in HeraldAMQP.Topology.types(in: configuration) {
                 let mustBeServed = required.isEmpty || required.contains(type)
                 for queue in topology.queues(type) {
@@ -139,20 +141,29 @@ extension HeraldAdminCommand.Topology {
                                 managementProblem = "\(error)"
                             }
                         }
-                        print("\(queue)\tready=\(messages)\tunacked=\(unacked)\tconsumers=\(consumers)")
+                        rows.add(
+                            .text(queue), .number(messages), Int(unacked).map(Listing.Value.number) ?? .unknown, .number(consumers), .text("ok"),
+                            text: "\(queue)\tready=\(messages)\tunacked=\(unacked)\tconsumers=\(consumers)")
                         if queue == topology.workQueue(type), consumers == 0, mustBeServed { unserved.append(queue) }
                     } catch {
-                        print("\(queue)\tmissing (run: herald-admin topology declare)")
+                        rows.add(
+                            .text(queue), .unknown, .unknown, .unknown, .text("missing"),
+                            text: "\(queue)\tmissing (run: herald-admin topology declare)")
                         if queue == topology.workQueue(type), mustBeServed { unserved.append(queue) }
                     }
                 }
             }
             await connection.shutdown()
-            if let managementProblem { print("unacked counts unavailable: \(managementProblem)") }
-            if unserved.isEmpty == false {
-                print("no consumer on: \(unserved.joined(separator: ", ")) (no worker reads them; jobs wait until one does)")
-                throw ExitCode(3)
+            var extra: [String: Any] = ["unserved": unserved]
+            if let managementProblem { extra["unackedUnavailable"] = managementProblem }
+            try rows.write(listing, key: "queues", extra: extra)
+            if listing.json == false {
+                if let managementProblem { print("unacked counts unavailable: \(managementProblem)") }
+                if unserved.isEmpty == false {
+                    print("no consumer on: \(unserved.joined(separator: ", ")) (no worker reads them; jobs wait until one does)")
+                }
             }
+            if unserved.isEmpty == false { throw ExitCode(3) }
         }
     }
 }
@@ -162,18 +173,21 @@ extension HeraldAdminCommand.DeadLetters {
         static let configuration = CommandConfiguration(abstract: "List dead-lettered jobs with their reasons (they stay in the queue).")
         @OptionGroup var options: CommonOptions
         @Option(help: "Job type.") var type: String = "sms"
+        @OptionGroup var listing: ListingOptions
 
         func run() async throws {
             let (_, topology, connection) = try await adminConnection(options)
             let jobType = try JobType.named(type)
             let messages = try await connection.peek(topology.deadQueue(jobType))
-            for message in messages {
-                print(
-                    "\(message.messageID ?? "-")\t\(message.headerText(JobHeader.failedAt) ?? "-")\t\(message.headerText(JobHeader.reason) ?? "-")"
-                )
-            }
-            print("\(messages.count) dead-lettered \(type) job(s) in \(topology.deadQueue(jobType))")
             await connection.shutdown()
+            var rows = Listing("id", "failedAt", "reason")
+            for message in messages {
+                rows.add(
+                    .text(message.messageID ?? "-"), .text(message.headerText(JobHeader.failedAt) ?? "-"),
+                    .text(message.headerText(JobHeader.reason) ?? "-"))
+            }
+            try rows.write(listing, key: "deadLetters", extra: ["queue": topology.deadQueue(jobType)])
+            if listing.json == false { print("\(messages.count) dead-lettered \(type) job(s) in \(topology.deadQueue(jobType))") }
         }
     }
 
@@ -411,22 +425,27 @@ extension HeraldAdminCommand.Limits {
         @Argument(help: "Kind: number, ip, project, country, prefix, checks, provider, spacing.") var kind: String
         @Argument(help: "Subject: +15555550100, 203.0.113.7, 2001:db8:0:1::/64, US, +4479, http …") var subject: String
         @Option(help: "Only this project.") var project: String?
+        @OptionGroup var listing: ListingOptions
 
         func run() async throws {
             guard LimitKind(rawValue: kind) != nil else { throw ValidationError("unknown kind '\(kind)'") }
             let (_, store) = try await adminStore(options)
             let states = try await store.rateStates(kind: kind, subject: LimitCheck.subject(subject, kind: kind), project: project)
             let now = Date().microsecondsSince1970
+            var rows = Listing("project", "policy", "remaining", "nextIn", "fullAgainIn")
             for (key, tat) in states {
                 guard let parts = LimitCheck.parse(key), let policy = RatePolicy.parse(parts.policy) else { continue }
                 let parameters = GCRA.Parameters(policy)
                 let remaining = GCRA.remaining(tat: tat, now: now, parameters: parameters)
                 let wait = remaining > 0 ? 0 : max(0, tat + parameters.interval - parameters.tolerance - now)
-                print(
-                    "\(parts.project)\t\(parts.policy)\tremaining=\(remaining)\tnext in \(String(format: "%.1f", Double(wait) / 1e6)) s\tfull again in \(String(format: "%.0f", Double(max(0, tat - now)) / 1e6)) s"
-                )
+                let next = String(format: "%.1f", Double(wait) / 1e6)
+                let full = String(format: "%.0f", Double(max(0, tat - now)) / 1e6)
+                rows.add(
+                    .text(parts.project), .text(parts.policy), .number(Int(remaining)), .text(next + " s"), .text(full + " s"),
+                    text: "\(parts.project)\t\(parts.policy)\tremaining=\(remaining)\tnext in \(next) s\tfull again in \(full) s")
             }
-            if states.isEmpty { print("no limit state for \(kind) \(subject): it has the full allowance") }
+            try rows.write(listing, key: "limits", extra: ["kind": kind, "subject": subject])
+            if states.isEmpty, listing.json == false { print("no limit state for \(kind) \(subject): it has the full allowance") }
         }
     }
 
@@ -452,14 +471,20 @@ extension HeraldAdminCommand.Limits {
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "List active prefix blocks.")
             @OptionGroup var options: CommonOptions
+            @OptionGroup var listing: ListingOptions
 
             func run() async throws {
                 let (_, store) = try await adminStore(options)
                 let blocks = try await store.prefixBlocks(now: Date())
+                var rows = Listing("project", "prefix", "until", "reason")
                 for block in blocks {
-                    print("\(block.projectID)\t\(block.prefix)\tuntil \(Timestamp.format(block.until))\t\(block.reason)")
+                    let until = Timestamp.format(block.until)
+                    rows.add(
+                        .text(block.projectID), .text(block.prefix), .text(until), .text(block.reason),
+                        text: "\(block.projectID)\t\(block.prefix)\tuntil \(until)\t\(block.reason)")
                 }
-                print("\(blocks.count) active prefix block(s)")
+                try rows.write(listing, key: "blocks")
+                if listing.json == false { print("\(blocks.count) active prefix block(s)") }
             }
         }
 

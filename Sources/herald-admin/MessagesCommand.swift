@@ -62,7 +62,7 @@ extension HeraldAdminCommand.Messages {
         @Option(help: "Created since: an RFC 3339 instant or a duration back from now (1h, 30m, 7d).") var since: String?
         @Option(help: "Messages per page (1–500).") var pageSize = 50
         @Option(help: "Continue after an earlier page (the token it printed last).") var pageToken: String?
-        @Flag(help: "Print the page the admin API answers.") var json = false
+        @OptionGroup var listing: ListingOptions
 
         func run() async throws {
             let query: MessageQuery
@@ -75,17 +75,19 @@ extension HeraldAdminCommand.Messages {
             let (_, store) = try await adminStore(options)
             let page = try await store.messages(query)
             await store.close()
-            if json {
+            if listing.json {
+                // The page the admin API answers, field for field.
                 Swift.print(String(decoding: MessageView.json(page), as: UTF8.self))
                 return
             }
+            var rows = Listing("created", "id", "type", "to", "status", "attempts", "provider", "lastError")
             for message in page.messages {
-                let fields = [
-                    MessageView.timestamp(message.createdAt), message.id.lowercasedText, message.type.rawValue, message.maskedDestination,
-                    message.publicStatus.rawValue, String(message.attempts), message.provider ?? "-", message.lastError ?? "-",
-                ]
-                print(fields.joined(separator: "\t"))
+                rows.add(
+                    .text(MessageView.timestamp(message.createdAt)), .text(message.id.lowercasedText), .text(message.type.rawValue),
+                    .text(message.maskedDestination), .text(message.publicStatus.rawValue), .number(message.attempts),
+                    .text(message.provider ?? "-"), .text(message.lastError ?? "-"))
             }
+            try rows.write(listing, key: "messages")
             if let next = page.next { print("more: --page-token \(next.token)") }
         }
     }

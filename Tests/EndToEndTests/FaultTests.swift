@@ -260,6 +260,24 @@ struct AdminTests {
             #expect(listed.contains("gateway answered HTTP 422"))
             #expect(listed.utf8.contains(0x1B) == false, "control characters are printed as escapes: \(listed)")
             #expect(try await TestBroker.depth(deadQueue, using: stack.admin) == 1, "listing leaves the jobs in place")
+            // Piped, the rows are as they were (no header); on a terminal a header comes first; --json for scripts.
+            #expect(listed.hasPrefix("id\t") == false)
+            let binary = HeraldProcess.binDirectory + "/herald-admin"
+            let onTerminal = try await shell(
+                "script -qec \(shellQuoted("\(binary) dead-letters list --config \(stack.configPath)")) /dev/null")
+            #expect(onTerminal.hasPrefix("id\tfailedAt\treason"), "\(onTerminal)")
+            let plain = try await shell(
+                "script -qec \(shellQuoted("\(binary) dead-letters list --no-header --config \(stack.configPath)")) /dev/null")
+            #expect(plain.hasPrefix("id\t") == false && plain.contains("gateway answered HTTP 422"))
+            let json = try JSONSerialization.jsonObject(with: Data(try await stack.admin(["dead-letters", "list", "--json"]).utf8)) as? [String: Any]
+            let dead = try #require(json?["deadLetters"] as? [[String: Any]])
+            #expect(dead.count == 1 && (dead.first?["reason"] as? String)?.hasPrefix("gateway answered HTTP 422") == true)
+            #expect(json?["queue"] as? String == deadQueue)
+            let queues =
+                try JSONSerialization.jsonObject(with: Data(try await stack.admin(["topology", "status", "--type", "sms", "--json"]).utf8))
+                as? [String: Any]
+            let dlq = (queues?["queues"] as? [[String: Any]])?.first { $0["queue"] as? String == deadQueue }
+            #expect(dlq?["ready"] as? Int == 1 && dlq?["unacked"] is NSNull, "\(String(describing: queues))")
             // The operator fixed the sender; replay sends the job once.
             let replayed = try await stack.admin(["dead-letters", "replay"])
             #expect(replayed.contains("replayed 1 sms job(s)"))
