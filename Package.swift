@@ -57,7 +57,7 @@ let package = Package(
         .target(
             name: "HeraldAMQP",
             dependencies: [
-                "CRabbitMQ", "HeraldCore",
+                "CRabbitMQ", "HeraldCore", "HeraldCurl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

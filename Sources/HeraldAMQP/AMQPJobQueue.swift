@@ -14,7 +14,9 @@ public final class AMQPJobQueue: JobQueue {
     /// Also what the worker asks about its queues' depth (`QueueGauges`).
     public let publisher: AMQPConnection
 
-    public init(settings: AMQPSettings, topology: Topology, type: JobType, prefetch: Int, logger: Logger) {
+    /// `instance` (the worker's ledger owner, `host:pid:random`) goes into the consumer's connection
+    /// name, so the broker's list of consumers tells instances apart (the status page shows it).
+    public init(settings: AMQPSettings, topology: Topology, type: JobType, prefetch: Int, instance: String? = nil, logger: Logger) {
         self.type = type
         self.topology = topology
         let declare: @Sendable (AMQPChannel) throws -> Void = { channel in
@@ -27,7 +29,8 @@ public final class AMQPJobQueue: JobQueue {
         }
         consumer = AMQPConnection(
             options: .init(
-                settings, role: .consumer(queue: topology.workQueue(type), prefetch: prefetch), name: "herald-\(type.rawValue)-worker consumer"),
+                settings, role: .consumer(queue: topology.workQueue(type), prefetch: prefetch),
+                name: "herald-\(type.rawValue)-worker consumer" + (instance.map { " \($0)" } ?? "")),
             logger: logger, onConnect: declare)
         publisher = AMQPConnection(
             options: .init(settings, role: .publisher, name: "herald-\(type.rawValue)-worker publisher"), logger: logger, onConnect: declare)

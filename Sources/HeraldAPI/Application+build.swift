@@ -72,7 +72,9 @@ public struct APIDependencies: Sendable {
                     store: store, retention: configuration.ledger.retention, logger: logger,
                     conversionSettle: StoreMaintenance.conversionSettle(configuration)),
             ],
-            broker: AMQPBrokerConsole(connection: connection, topology: topology))
+            broker: AMQPBrokerConsole(
+                connection: connection, topology: topology,
+                management: configuration.amqp.managementURL.map { BrokerManagement(baseURL: $0, endpoint: configuration.amqp.endpoints[0]) }))
     }
 }
 

@@ -87,6 +87,8 @@ public struct TestConfiguration: Sendable {
     /// `http.maxConnections` (nil: derived from the file limit).
     public var maxConnections: Int? = nil
     public var emailProvider = "smtp"
+    /// `workers.sms.stuckAfter`: when the status page flags a consumer holding jobs.
+    public var stuckAfter = "60s"
     /// `push.provider`: apns by default; `none` for an installation without silent pushes.
     public var pushProvider = "apns"
     public var smtpURL = "smtp://127.0.0.1:1"
@@ -180,7 +182,7 @@ public struct TestConfiguration: Sendable {
               email: {concurrency: 8, retryDelays: [\(emailRetryDelays.joined(separator: ", "))], throttleDelays: [100ms, 1s], metricsPort: 0}
               push: {concurrency: 8, retryDelays: [300ms, 1s], throttleDelays: [100ms], metricsPort: 0}
               apple: {concurrency: 4, retryDelays: [\(appleRetryDelays.joined(separator: ", "))], throttleDelays: [100ms], metricsPort: 0}
-              sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], throttleDelays: [\(throttleDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace)}
+              sms: {concurrency: \(concurrency), retryDelays: [\(retryDelays.joined(separator: ", "))], throttleDelays: [\(throttleDelays.joined(separator: ", "))], metricsPort: \(metricsPort), shutdownGrace: \(shutdownGrace), stuckAfter: \(stuckAfter)}
             """
     }
 

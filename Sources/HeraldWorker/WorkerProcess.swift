@@ -15,11 +15,12 @@ public enum WorkerProcess {
     ) async throws {
         let workerConfiguration = configuration.workers.settings(for: handler.type)
         // Nothing connects yet: the queue's connections start when the worker runs.
+        let settings = WorkerService.Settings(workerConfiguration)
         let queue = AMQPJobQueue(
             settings: configuration.amqp, topology: Topology(configuration: configuration), type: handler.type,
-            prefetch: workerConfiguration.prefetch, logger: logger)
+            prefetch: workerConfiguration.prefetch, instance: settings.instanceID, logger: logger)
         let worker = WorkerService(
-            handler: handler, ledger: ledger, queue: queue, settings: .init(workerConfiguration), keys: keys,
+            handler: handler, ledger: ledger, queue: queue, settings: settings, keys: keys,
             foreignJobs: ForeignJobPolicy(configuration: configuration), logger: logger)
         // Listening first: a second instance on the same port stops here, before it connects to the
         // broker or takes a delivery it could then only hand back.

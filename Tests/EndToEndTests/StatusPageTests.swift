@@ -95,6 +95,37 @@ struct StatusPageTests {
     }
 }
 
+/// Consumers as the broker reports them, on any host, and the one that holds jobs while they age.
+@Suite("Status page: live consumers", .serialized)
+struct StatusPageConsumerTests {
+    @Test("every consumer the broker reports is listed; one frozen with its prefetched jobs is flagged once the oldest waits past stuckAfter")
+    func stuckConsumer() async throws {
+        try await StackHarness.run(configure: {
+            $0.amqpExtra = #"managementUrl: "http://127.0.0.1:15672""#
+            $0.stuckAfter = "1s"
+        }) { stack in
+            try await stack.startAPI()
+            try await stack.startWorker()
+            let frozen = try await stack.startWorker()
+            // Its consumer connects after its publisher: frozen only once the broker counts it.
+            try await frozen.waitForOutput("worker consumer")
+            kill(frozen.pid, SIGSTOP)
+            defer { kill(frozen.pid, SIGCONT) }
+            for index in 0..<8 { _ = try await stack.sendCode(to: "+1555555\(String(format: "%04d", 700 + index))") }
+            var page = ""
+            let flagged = await eventually(timeout: .seconds(40)) {
+                page = String(
+                    decoding: (try? await stack.client.get("/admin/", headers: TestConfiguration.adminHeader).body) ?? Data(), as: UTF8.self)
+                return page.contains("stopped or stuck?")
+            }
+            #expect(flagged, "\(page)")
+            // Both consumers are listed by their connection names, which carry each instance.
+            #expect(page.components(separatedBy: "herald-sms-worker consumer ").count - 1 == 2, "\(page)")
+            #expect(page.components(separatedBy: "stopped or stuck?").count - 1 == 1, "only the frozen one")
+        }
+    }
+}
+
 /// The status page's login sessions against a real herald-api: kept in the store, ended by logout for
 /// every copy of the cookie, limited per address, answered in a fixed time.
 @Suite("Status page sessions")

@@ -7,6 +7,9 @@ import HeraldCore
 public protocol BrokerConsole: Sendable {
     /// Every queue of `type` (work, retry, throttle, dead) with ready messages and consumers.
     func queues(_ type: JobType) async throws -> [(name: String, ready: Int, consumers: Int)]
+    /// The consumers of `queue` with what each holds unacknowledged; nil when the broker cannot say
+    /// (no `amqp.managementUrl`: AMQP counts consumers but does not name them).
+    func consumers(of queue: String) async throws -> [BrokerManagement.Consumer]?
     /// Up to `limit` dead-lettered jobs of `type`, left in place.
     func deadLetters(_ type: JobType, limit: Int) async throws -> [DeadLetterSummary]
     /// Replays all (up to `limit`) or one dead-lettered job; returns how many.
@@ -25,6 +28,12 @@ public struct DeadLetterSummary: Sendable {
 struct AMQPBrokerConsole: BrokerConsole {
     let connection: AMQPConnection
     let topology: Topology
+    let management: BrokerManagement?
+
+    func consumers(of queue: String) async throws -> [BrokerManagement.Consumer]? {
+        guard let management else { return nil }
+        return try await management.consumers(of: queue)
+    }
 
     func queues(_ type: JobType) async throws -> [(name: String, ready: Int, consumers: Int)] {
         var figures: [(name: String, ready: Int, consumers: Int)] = []

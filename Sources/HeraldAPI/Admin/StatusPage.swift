@@ -170,6 +170,7 @@ struct StatusPage: Sendable {
     func queuesSection() async -> String {
         var rows: [String] = []
         var workers: [String] = []
+        var liveConsumers: [String] = []
         for type in Topology.types(in: configuration) {
             let oldest = (try? await store.oldestWaiting(type: type)).flatMap { $0 }
             let age = oldest.map { Self.age(clock.now.timeIntervalSince($0)) } ?? "none waiting"
@@ -188,6 +189,7 @@ struct StatusPage: Sendable {
             }
             let health = await probeWorker(type)
             workers.append("<tr><td>herald-\(type.rawValue)-worker</td><td>\(Self.h(health))</td><td class=n>\(consumers)</td></tr>")
+            liveConsumers += await consumerRows(type, oldestWait: oldest.map { clock.now.timeIntervalSince($0) })
         }
         let queues =
             broker == nil
@@ -197,8 +199,35 @@ struct StatusPage: Sendable {
             <section id="queues"><h2>Queues</h2>\(queues)</section>
             <section id="workers"><h2>Workers</h2><p class=hint>Health from each worker type's /readyz on this host \
             (http.metricsHost, workers.&lt;type&gt;.metricsPort); consumers count every worker connected to the broker.</p>
-            <table><tr><th>Worker</th><th>Here</th><th>Consumers</th></tr>\(workers.joined())</table></section>
+            <table><tr><th>Worker</th><th>Here</th><th>Consumers</th></tr>\(workers.joined())</table>
+            <h3>Consumers</h3><p class=hint>Every consumer the broker reports, on any host, with what it holds unacknowledged \
+            (from amqp.managementUrl). One that holds jobs while its queue's oldest has waited past workers.&lt;type&gt;.stuckAfter \
+            is flagged: a stopped or stuck worker keeps what it prefetched.</p>
+            \(liveConsumers.isEmpty ? "<p>None reported.</p>" : "<table><tr><th>Queue</th><th>Connection</th><th>From</th><th>Unacked</th><th>Prefetch</th><th></th></tr>\(liveConsumers.joined())</table>")</section>
             """
+    }
+
+    /// One row per consumer of `type`'s work queue, flagged when it holds deliveries while the oldest
+    /// waiting job is older than `stuckAfter` (the verdict is `StuckConsumer`'s).
+    func consumerRows(_ type: JobType, oldestWait: TimeInterval?) async -> [String] {
+        guard let broker else { return [] }
+        let queue = Topology(configuration: configuration).workQueue(type)
+        let stuckAfter = configuration.workers.settings(for: type).stuckAfter
+        do {
+            guard let consumers = try await broker.consumers(of: queue) else {
+                return ["<tr><td>\(Self.h(queue))</td><td colspan=5>set amqp.managementUrl to list consumers on every host</td></tr>"]
+            }
+            return consumers.map { consumer in
+                let flag =
+                    StuckConsumer.isStuck(unacknowledged: consumer.unacknowledged, oldestWait: oldestWait, stuckAfter: stuckAfter)
+                    ? "<span class=problem>holds \(consumer.unacknowledged ?? 0) while the oldest job waits \(Self.age(oldestWait ?? 0)): stopped or stuck?</span>"
+                    : ""
+                return
+                    "<tr><td>\(Self.h(queue))</td><td>\(Self.h(consumer.connectionName))</td><td>\(Self.h(consumer.peer))</td><td class=n>\(consumer.unacknowledged.map(String.init) ?? "?")</td><td class=n>\(consumer.prefetch)</td><td>\(flag)</td></tr>"
+            }
+        } catch {
+            return ["<tr><td>\(Self.h(queue))</td><td colspan=5>the management API did not answer (\(Self.h("\(error)")))</td></tr>"]
+        }
     }
 
     /// Which herald-api purges the store (`HousekeepingTurn`).

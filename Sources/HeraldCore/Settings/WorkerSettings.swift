@@ -20,10 +20,13 @@ public struct WorkerSettings: Sendable {
     public var retryUncertain: Bool
     /// How often the worker reads its queues' depth and consumers for `/metrics` (zero: never).
     public var queuePollInterval: Duration
+    /// A consumer that holds unacknowledged deliveries while its queue's oldest job has waited this long
+    /// is flagged on the status page (a stopped or stuck worker keeps what it prefetched).
+    public var stuckAfter: Duration = .seconds(60)
 
     public init(
         concurrency: Int, prefetch: Int, retryDelays: [Duration], throttleDelays: [Duration], throttleHold: Duration, metricsPort: Int,
-        shutdownGrace: Duration, retryUncertain: Bool, queuePollInterval: Duration
+        shutdownGrace: Duration, retryUncertain: Bool, queuePollInterval: Duration, stuckAfter: Duration = .seconds(60)
     ) {
         self.concurrency = concurrency
         self.prefetch = prefetch
@@ -34,5 +37,6 @@ public struct WorkerSettings: Sendable {
         self.shutdownGrace = shutdownGrace
         self.retryUncertain = retryUncertain
         self.queuePollInterval = queuePollInterval
+        self.stuckAfter = stuckAfter
     }
 }

@@ -41,7 +41,8 @@ extension WorkerSettings {
             metricsPort: try section.int("metricsPort", default: defaults.metricsPort, in: 0...65535),
             shutdownGrace: try section.duration("shutdownGrace", default: .seconds(25), in: .seconds(1) ... .seconds(600)),
             retryUncertain: try section.bool("retryUncertain", default: false),
-            queuePollInterval: try section.duration("queuePollInterval", default: .seconds(15), in: .zero ... .seconds(3600)))
+            queuePollInterval: try section.duration("queuePollInterval", default: .seconds(15), in: .zero ... .seconds(3600)),
+            stuckAfter: try section.duration("stuckAfter", default: .seconds(60), in: .seconds(1) ... .seconds(86_400)))
         guard (1...10).contains(retryDelays.count) else {
             throw section.fail("retryDelays", "must list between 1 and 10 delays")
         }
