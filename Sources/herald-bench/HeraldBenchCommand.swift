@@ -16,130 +16,130 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         ],
         defaultSubcommand: All.self)
 
-    struct All: AsyncParsableCommand {
+    struct All: Suite {
         static let configuration = CommandConfiguration(abstract: "performance, then push and email.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.performance()
             try await bench.pushThroughput()
             try await bench.emailThroughput()
         }
     }
 
-    struct Performance: AsyncParsableCommand {
+    struct Performance: Suite {
         static let configuration = CommandConfiguration(abstract: "Every throughput figure, medians of --runs, in one table.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.performance()
         }
     }
 
-    struct Spine: AsyncParsableCommand {
+    struct Spine: Suite {
         static let configuration = CommandConfiguration(abstract: "Broker confirms, then API throughput, latency and memory per --store.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.spine()
         }
     }
 
-    struct Limits: AsyncParsableCommand {
+    struct Limits: Suite {
         static let configuration = CommandConfiguration(abstract: "The limiter's decisions per second and what admission limits add to an answer.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.limitsSuite()
         }
     }
 
-    struct Store: AsyncParsableCommand {
+    struct Store: Suite {
         static let configuration = CommandConfiguration(
             abstract: "One admission at a time (the store's own round trip); on SQLite, an operator's scan of --report-rows beside a write.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.storeSuite()
         }
     }
 
-    struct Worker: AsyncParsableCommand {
+    struct Worker: Suite {
         static let configuration = CommandConfiguration(abstract: "One herald-sms-worker draining a --backlog, per --store.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.workerSuite()
         }
     }
 
-    struct Throttle: AsyncParsableCommand {
+    struct Throttle: Suite {
         static let configuration = CommandConfiguration(abstract: "Jobs through the provider rate and through per-number spacing.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.throttleSuite()
         }
     }
 
-    struct Push: AsyncParsableCommand {
+    struct Push: Suite {
         static let configuration = CommandConfiguration(abstract: "The APNs channel: multiplexed and one at a time.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.pushThroughput()
         }
     }
 
-    struct Email: AsyncParsableCommand {
+    struct Email: Suite {
         static let configuration = CommandConfiguration(abstract: "Rendering sign-in mails, then submitting them over SMTP.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.emailThroughput()
         }
     }
 
-    struct Profile: AsyncParsableCommand {
+    struct Profile: Suite {
         static let configuration = CommandConfiguration(abstract: "perf record of herald-api under c64 load, kept in --perf-data.")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             try await bench.perfTopTen(store: bench.profileKind, keeping: bench.perfData, loadRuns: bench.runs, prefillRows: bench.prefill)
         }
     }
 
-    struct Instructions: AsyncParsableCommand {
+    struct Instructions: Suite {
         static let configuration = CommandConfiguration(
             abstract:
                 "herald-api and herald-sms-worker under callgrind: instructions per send and per job, which neighbours do not move (needs valgrind).")
         @OptionGroup var bench: Bench
-        func run() async throws {
-            bench.header()
+        func measure() async throws {
             _ = try await bench.instructionCounts()
             _ = try await bench.workerInstructionCounts()
         }
     }
 
-    struct Pair: AsyncParsableCommand {
+    struct Pair: Suite {
         static let configuration = CommandConfiguration(
             abstract: "This build against --baseline-bin, loaded at the same time: herald-api CPU per send of each and their ratio.")
         @OptionGroup var bench: Bench
-        func run() async throws {
+        func measure() async throws {
             guard let baseline = bench.baselineBin else { throw ValidationError("pair needs --baseline-bin DIR") }
-            bench.header()
             try await bench.pairedComparison(baseline: baseline, store: bench.profileKind)
         }
     }
 
-    struct WorkerPair: AsyncParsableCommand {
+    struct WorkerPair: Suite {
         static let configuration = CommandConfiguration(
             commandName: "worker-pair", abstract: "The same for herald-sms-worker: both drain a --backlog at the same time, CPU per job.")
         @OptionGroup var bench: Bench
-        func run() async throws {
+        func measure() async throws {
             guard let baseline = bench.baselineBin else { throw ValidationError("worker-pair needs --baseline-bin DIR") }
-            bench.header()
             try await bench.pairedDrain(baseline: baseline, store: bench.profileKind)
         }
+    }
+}
+
+/// One suite: the options every suite shares, and what it measures once the opening line is printed.
+protocol Suite: AsyncParsableCommand {
+    var bench: Bench { get }
+    func measure() async throws
+}
+
+extension Suite {
+    func run() async throws {
+        bench.header()
+        try await measure()
     }
 }

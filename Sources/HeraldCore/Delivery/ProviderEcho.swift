@@ -11,8 +11,8 @@ public enum ProviderEcho {
     public static func scrub(_ echo: String, sent: String, destination: String = "") -> String {
         var text = echo
         if sent.isEmpty == false {
-            // As sent, and as a JSON string would carry it (quotes, backslashes and line breaks escaped).
-            for form in [sent, jsonEscaped(sent)] where form.isEmpty == false {
+            // As sent, and as a gateway's JSON or form body carried it (`Template`'s escapes).
+            for form in [sent, Template.escape(sent, .jsonString), Template.escape(sent, .formURLEncoded)] where form.isEmpty == false {
                 text = text.replacingOccurrences(of: form, with: "[message]")
             }
         }
@@ -42,20 +42,5 @@ public enum ProviderEcho {
         }
         if current.count >= length { runs.insert(current) }
         return runs
-    }
-
-    static func jsonEscaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 }
