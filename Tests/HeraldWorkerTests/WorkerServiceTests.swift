@@ -136,6 +136,17 @@ struct WorkerServiceTests {
         #expect(harness.channel.calls.count == 2)
     }
 
+    @Test("a retry's ledger event names when it really runs: the destination's spacing when longer than the backoff")
+    func retryEventNamesSpacing() async throws {
+        let harness = WorkerHarness(outcomes: [.retryable(reason: "503", retryAfter: nil)], perNumberSpacing: .seconds(20))
+        let job = try await harness.job()
+        await harness.send(job)
+        let events = try #require(try await harness.store.message(id: job.id)).events
+        let detail = try #require(
+            events.last { $0.status == .queued && $0.detail?.hasPrefix("attempt 1 failed") == true }?.detail ?? events.last?.detail)
+        #expect(detail.contains("(backoff 1s, per-number spacing 20s)"), "\(events)")
+    }
+
     @Test("retries run out: the last failure is dead-lettered with its attempt and recorded dead")
     func retriesRunOut() async throws {
         let failure = DeliveryOutcome.retryable(reason: "503", retryAfter: nil)
