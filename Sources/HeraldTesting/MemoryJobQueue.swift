@@ -18,6 +18,8 @@ public final class MemoryJobQueue: JobQueue {
         case rejected(messageID: String?)
         case delayed(messageID: String?, DelayedCopy.Wait)
         case deadLettered(messageID: String?, reason: String, attempt: Int)
+        /// A settlement of a delivery already settled (or handed out again by `crash()`): a worker bug.
+        case settledTwice(messageID: String?)
     }
 
     public let type: JobType
@@ -160,7 +162,7 @@ public final class MemoryJobQueue: JobQueue {
         let requeued = state.withLock { state -> Bool in
             // A delivery settled twice, or one from before a crash, is a worker bug the test should see.
             guard state.unsettled.removeValue(forKey: delivery.deliveryTag) != nil else {
-                state.events.append(.rejected(messageID: "settled twice: \(delivery.messageID ?? "")"))
+                state.events.append(.settledTwice(messageID: delivery.messageID))
                 return false
             }
             state.events.append(event)

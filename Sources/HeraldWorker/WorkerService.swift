@@ -85,6 +85,8 @@ public final class WorkerService: Service {
     /// Who may publish besides herald-api, and what a foreign job must satisfy.
     let foreignJobs: ForeignJobPolicy
     let metrics: WorkerMetrics
+    /// What the lifecycle decides by: the worker's settings and the handler's spacing, made once.
+    let lifecycle: JobLifecycle.Settings
 
     public init(
         handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, queue: any JobQueue, settings: Settings, keys: HeraldKeys,
@@ -100,6 +102,9 @@ public final class WorkerService: Service {
         self.logger = logger
         self.pacer = handler.providerRate.map { ProviderPacer(store: ledger, check: $0, clock: clock, logger: logger) }
         self.metrics = WorkerMetrics(type: handler.type.rawValue)
+        var lifecycle = settings.lifecycle
+        lifecycle.perNumberSpacing = handler.perDestinationSpacing
+        self.lifecycle = lifecycle
         for code in handler.knownErrorCodes {
             Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", handler.providerName), ("code", code)]).increment(by: 0)
         }
@@ -237,8 +242,6 @@ public final class WorkerService: Service {
             metrics.queueWait.record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
         }
         let spacing = handler.spacingChecks(for: job)
-        var lifecycle = settings.lifecycle
-        lifecycle.perNumberSpacing = spacing.map(\.policy.period).max() ?? .zero
         var machine = JobLifecycle(
             expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: lifecycle)
         var ticket = ticket
