@@ -17,7 +17,8 @@ ORDINALS = (
 ISSUE = re.compile(r"\bissues?\s*#?\d+", re.I)
 PATTERNS = [
     ("a round of work", re.compile(rf"\b(?:{ORDINALS})\s+(?:session|round)s?\b", re.I)),
-    ("a date", re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")),
+    # A path component is an API version, not a date (Twilio's /2010-04-01/).
+    ("a date", re.compile(r"(?<!/)\b20\d\d-[01]\d-[0-3]\d\b(?!/)")),
     ("a before/after ratio", re.compile(r"\b[01]\.\d{3}\s*\[\d|\bmeasured [01]\.\d{3}\b|\bof before\b|(?<!be )(?<!is )(?<!are )(?<!been )\bused to\b")),
     ("a before → after figure", re.compile(r"\d[\d,.]*\s*(?:µs|ms|s|%|MiB|/s)?\s*(?:→|->)\s*\d")),
 ]

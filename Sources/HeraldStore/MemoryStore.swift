@@ -39,6 +39,7 @@ public final class MemoryStore: HeraldStoreProtocol {
         var credentials: [String: Date] = [:]
         /// Status-page sessions: hash → (key id, expiry).
         var adminSessions: [String: (keyID: String, expiresAt: Date)] = [:]
+        var breakers: [String: StoredBreaker] = [:]
         /// Turns: name → holder and until (ms).
         var turns: [String: (holder: String, until: Int64)] = [:]
     }
@@ -235,6 +236,24 @@ public final class MemoryStore: HeraldStoreProtocol {
         state.users[projectID]?.values.first { user in
             user.identities.contains { $0.providerID == identity.providerID && $0.federatedID == identity.federatedID }
         }?.localID
+    }
+
+    // MARK: BreakerStore
+
+    public func breaker(provider: String) async throws -> StoredBreaker? {
+        state.withLock { $0.breakers[provider] }
+    }
+
+    public func replaceBreaker(provider: String, snapshot: CircuitBreaker.Snapshot, expected: Int64?, now: Date) async throws -> Bool {
+        state.withLock { state in
+            guard state.breakers[provider]?.version == expected else { return false }
+            state.breakers[provider] = StoredBreaker(snapshot: snapshot, version: (expected ?? 0) + 1, updatedAt: now.keptToMilliseconds)
+            return true
+        }
+    }
+
+    public func breakers() async throws -> [String: StoredBreaker] {
+        state.withLock { $0.breakers }
     }
 
     // MARK: AdminSessionStore

@@ -234,6 +234,16 @@ public enum Migrations {
         ) WITHOUT ROWID;
         CREATE INDEX admin_sessions_expiry ON admin_sessions (expires_at_ms);
         """,
+        // 15: each SMS provider's circuit breaker (`BreakerStore`), shared by every sms worker; `state`
+        // is the breaker's snapshot as JSON, `version` what a writer must find to replace it.
+        """
+        CREATE TABLE provider_breakers (
+          provider TEXT PRIMARY KEY,
+          state TEXT NOT NULL,
+          version INTEGER NOT NULL,
+          updated_at_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// PostgreSQL's form of a step where it is not the derived DDL, by version. Each is one statement,
@@ -313,6 +323,7 @@ public enum Migrations {
     static let tables = [
         "users", "mfa_enrollments", "refresh_tokens", "verification_sessions", "oob_codes", "deliveries", "rate_limits",
         "prefix_velocity", "prefix_blocks", "app_receipts", "invalid_device_tokens", "federated_identities", "idp_credentials",
+        "provider_breakers",
     ]
 
     /// The schema version the database holds (0: empty).

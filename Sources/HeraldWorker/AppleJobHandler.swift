@@ -38,7 +38,6 @@ public struct AppleJobHandler: JobHandler {
     public func destination(of job: Job) -> String { job.recipient }
     public func region(of job: Job) -> String { "" }
     public func spacingChecks(for job: Job) -> [LimitCheck] { [] }
-    public var providerRate: LimitCheck? { nil }
 
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {
         guard case .apple(let message) = job.payload else { return DeliveryReport(.permanent(reason: "not an apple job")) }

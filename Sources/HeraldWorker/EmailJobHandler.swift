@@ -30,9 +30,7 @@ public struct EmailJobHandler: JobHandler {
 
     public func spacingChecks(for job: Job) -> [LimitCheck] { [] }
 
-    public var providerRate: LimitCheck? {
-        providerRatePolicy.map { LimitCheck(kind: .provider, scope: channel.name, subject: channel.name, policy: $0) }
-    }
+    public var providers: [ProviderSlot] { [ProviderSlot(name: channel.name, rate: providerRatePolicy)] }
 
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {
         switch render(job, now: now) {

@@ -33,8 +33,6 @@ public struct PushJobHandler: JobHandler {
     /// Per-device limits are applied when the push is requested; Apple's own throttling does the rest.
     public func spacingChecks(for job: Job) -> [LimitCheck] { [] }
 
-    public var providerRate: LimitCheck? { nil }
-
     public var providerName: String { delivery.name }
 
     public func deliver(_ job: Job, now: Date) async -> DeliveryReport {

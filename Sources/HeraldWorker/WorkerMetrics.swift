@@ -16,6 +16,7 @@ final class WorkerMetrics: Sendable {
     private let jobs = HandleCache<Counter>()
     private let segments = HandleCache<Counter>()
     private let cost = HandleCache<FloatingPointCounter>()
+    private let attempts = HandleCache<Counter>()
 
     init(type: String) {
         self.type = type
@@ -30,14 +31,25 @@ final class WorkerMetrics: Sendable {
     /// The settings a worker runs with, as gauges an operator can compare across instances:
     /// `herald_worker_concurrency`, `herald_worker_prefetch`, `herald_worker_provider_rate_per_second`
     /// (`provider` label; absent when unlimited) and `herald_worker_spacing_seconds`, each by `type`.
-    func settings(concurrency: Int, prefetch: Int?, providerRate: (provider: String, policy: RatePolicy)?, spacing: Duration) {
+    func settings(concurrency: Int, prefetch: Int?, providerRates: [(provider: String, policy: RatePolicy)], spacing: Duration) {
         Gauge(label: "herald_worker_concurrency", dimensions: [("type", type)]).record(concurrency)
         if let prefetch { Gauge(label: "herald_worker_prefetch", dimensions: [("type", type)]).record(prefetch) }
-        if let rate = providerRate {
+        for rate in providerRates {
             Gauge(label: "herald_worker_provider_rate_per_second", dimensions: [("type", type), ("provider", rate.provider)])
                 .record(Double(rate.policy.limit) / rate.policy.period.seconds)
         }
         Gauge(label: "herald_worker_spacing_seconds", dimensions: [("type", type)]).record(spacing.seconds)
+    }
+
+    /// `herald_sms_provider_attempts_total{provider, outcome, code}`: every call to an SMS provider, by
+    /// what it met (`sent`, `retry_later`, `provider_failure`, `refused`, `blocked`, `uncertain`) and
+    /// the provider's code ("" when none).
+    func attempt(provider: String, _ outcome: DeliveryOutcome) -> Counter {
+        let label = outcome.attemptLabel
+        let code = outcome.errorCode ?? ""
+        return attempts.handle(provider, label, code) {
+            Counter(label: "herald_sms_provider_attempts_total", dimensions: [("provider", provider), ("outcome", label), ("code", code)])
+        }
     }
 
     /// `herald_worker_jobs_total{type, outcome}`.
@@ -56,6 +68,20 @@ final class WorkerMetrics: Sendable {
     func cost(country: String, currency: String) -> FloatingPointCounter {
         cost.handle(country, currency) {
             FloatingPointCounter(label: "herald_sms_cost_total", dimensions: [("country", country), ("currency", currency)])
+        }
+    }
+}
+
+extension DeliveryOutcome {
+    /// The `outcome` label of `herald_sms_provider_attempts_total`.
+    var attemptLabel: String {
+        switch self {
+        case .sent: "sent"
+        case .retryable: "retry_later"
+        case .providerFailure: "provider_failure"
+        case .permanent: "refused"
+        case .blocked: "blocked"
+        case .uncertain: "uncertain"
         }
     }
 }

@@ -10,7 +10,7 @@ import UnixSignals
 /// SIGINT, draining first and closing the health endpoint last.
 public enum WorkerProcess {
     public static func run(
-        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, keys: HeraldKeys, configuration: HeraldConfiguration,
+        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore & BreakerStore, keys: HeraldKeys, configuration: HeraldConfiguration,
         logger: Logger
     ) async throws {
         let workerConfiguration = configuration.workers.settings(for: handler.type)

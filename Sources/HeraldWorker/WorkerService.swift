@@ -69,7 +69,7 @@ public final class WorkerService: Service {
     }
 
     let handler: any JobHandler
-    let ledger: any DeliveryLedger & RateLimitStore
+    let ledger: any DeliveryLedger & RateLimitStore & BreakerStore
     /// Where deliveries come from and copies go (`AMQPJobQueue`, or `MemoryJobQueue` in tests).
     let queue: any JobQueue
     let settings: Settings
@@ -80,8 +80,12 @@ public final class WorkerService: Service {
     let stopping = Mutex(false)
     /// Every job of the consuming loop has finished (a shutdown grace ending later has nothing to cut).
     let drained = Mutex(false)
-    /// The provider rate, handed out in delivery order (nil: the handler has no provider rate).
-    let pacer: ProviderPacer?
+    /// Each provider's rate, handed out in line (providers without a rate have none).
+    let pacers: [String: ProviderPacer]
+    /// The pacer of a handler's only provider: its place in line is taken in delivery order.
+    let soloPacer: ProviderPacer?
+    /// Which provider each attempt goes to (routes, breakers, capacity).
+    let router: ProviderRouter
     /// Who may publish besides herald-api, and what a foreign job must satisfy.
     let foreignJobs: ForeignJobPolicy
     let metrics: WorkerMetrics
@@ -89,7 +93,8 @@ public final class WorkerService: Service {
     let lifecycle: JobLifecycle.Settings
 
     public init(
-        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore, queue: any JobQueue, settings: Settings, keys: HeraldKeys,
+        handler: any JobHandler, ledger: any DeliveryLedger & RateLimitStore & BreakerStore, queue: any JobQueue, settings: Settings,
+        keys: HeraldKeys,
         foreignJobs: ForeignJobPolicy = .none, clock: any WallClock = SystemClock(), logger: Logger
     ) {
         self.foreignJobs = foreignJobs
@@ -100,13 +105,24 @@ public final class WorkerService: Service {
         self.settings = settings
         self.clock = clock
         self.logger = logger
-        self.pacer = handler.providerRate.map { ProviderPacer(store: ledger, check: $0, clock: clock, logger: logger) }
+        var pacers: [String: ProviderPacer] = [:]
+        for provider in handler.providers {
+            if let check = provider.rateCheck { pacers[provider.name] = ProviderPacer(store: ledger, check: check, clock: clock, logger: logger) }
+        }
+        self.pacers = pacers
+        self.soloPacer = handler.providers.count == 1 ? pacers[handler.providers[0].name] : nil
+        let breakers =
+            handler.providers.contains { $0.breaker != nil }
+            ? ProviderBreakers(providers: handler.providers, store: ledger, clock: clock, logger: logger) : nil
+        self.router = ProviderRouter(providers: handler.providers, breakers: breakers)
         self.metrics = WorkerMetrics(type: handler.type.rawValue)
         var lifecycle = settings.lifecycle
         lifecycle.perNumberSpacing = handler.perDestinationSpacing
         self.lifecycle = lifecycle
         for code in handler.knownErrorCodes {
-            Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", handler.providerName), ("code", code)]).increment(by: 0)
+            for provider in handler.providers {
+                Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", provider.name), ("code", code)]).increment(by: 0)
+            }
         }
     }
 
@@ -121,14 +137,20 @@ public final class WorkerService: Service {
             started["prefetch"] = .stringConvertible(prefetch)
             started["effectiveConcurrency"] = .stringConvertible(min(settings.concurrency, prefetch))
         }
-        if let rate = handler.providerRate {
-            started["providerRate"] = .string(rate.policy.description)
-            await warnOfOtherRates(rate)
+        let rates = handler.providers.compactMap { provider in provider.rateCheck.map { (provider.name, $0) } }
+        if rates.count == 1, handler.providers.count == 1 {
+            started["providerRate"] = .string(rates[0].1.policy.description)
+        } else if rates.isEmpty == false {
+            started["providerRates"] = .string(rates.map { "\($0.0)=\($0.1.policy.description)" }.joined(separator: ","))
         }
+        if handler.providers.count > 1 { started["providers"] = .string(handler.providers.map(\.name).joined(separator: ",")) }
+        for (provider, rate) in rates { await warnOfOtherRates(rate, provider: provider) }
         started["spacing"] = .string(DurationText.format(handler.perDestinationSpacing))
         metrics.settings(
-            concurrency: settings.concurrency, prefetch: settings.prefetch,
-            providerRate: handler.providerRate.map { (handler.providerName, $0.policy) }, spacing: handler.perDestinationSpacing)
+            concurrency: settings.concurrency, prefetch: settings.prefetch, providerRates: rates.map { ($0.0, $0.1.policy) },
+            spacing: handler.perDestinationSpacing)
+        let breakers = router.breakers.map { breakers in Task { await breakers.run() } }
+        defer { breakers?.cancel() }
         logger.info("worker started", metadata: started)
         // The grace runs from the stop request: when it ends, the consuming task is cancelled, which
         // hands back every job still waiting (throttle, pacer, a free slot) and lets provider calls
@@ -160,7 +182,7 @@ public final class WorkerService: Service {
     /// Workers share a provider's rate through the store under a key that names the rate, so two that
     /// disagree on it do not share it at all: each spends its own. A key for the same provider under
     /// another rate, used in the last hour, means another worker runs with that rate.
-    private func warnOfOtherRates(_ rate: LimitCheck) async {
+    private func warnOfOtherRates(_ rate: LimitCheck, provider: String) async {
         guard let parts = LimitCheck.parse(rate.key),
             let states = try? await ledger.rateStates(kind: parts.kind, subject: parts.subject, project: parts.project)
         else { return }
@@ -171,7 +193,7 @@ public final class WorkerService: Service {
         logger.warning(
             "another worker of this provider runs with a different rate; they do not share one (set the same rate everywhere)",
             metadata: [
-                "provider": .string(handler.providerName), "rate": .string(rate.policy.description),
+                "provider": .string(provider), "rate": .string(rate.policy.description),
                 "otherRates": .string(live.sorted().joined(separator: ",")),
             ])
     }
@@ -193,10 +215,10 @@ public final class WorkerService: Service {
                 running += 1
                 inFlight.started()
                 // The place in the provider's line is taken here, in delivery order.
-                let ticket = pacer?.ticket()
+                let ticket = soloPacer?.ticket()
                 group.addTask {
                     await self.process(delivery, ticket: ticket)
-                    if let ticket { self.pacer?.leave(ticket) }
+                    if let ticket { self.soloPacer?.leave(ticket) }
                     inFlight.finished()
                 }
             }
@@ -242,9 +264,15 @@ public final class WorkerService: Service {
             metrics.queueWait.record(duration: .milliseconds(max(0, Int64(clock.now.timeIntervalSince(job.createdAt) * 1000))))
         }
         let spacing = handler.spacingChecks(for: job)
+        let chain = handler.chain(for: job)
+        // Routing is a throttle: a chain to choose from, a breaker or a rate to wait for.
+        let routed = chain.count > 1 || router.breakers != nil || pacers.isEmpty == false
         var machine = JobLifecycle(
-            expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || ticket != nil, settings: lifecycle)
+            expiresAt: job.expiresAt, seenBefore: seenBefore, throttled: spacing.isEmpty == false || routed, settings: lifecycle)
         var ticket = ticket
+        // What the job's attempts met so far, and the provider the throttles chose for the next one.
+        var attempts = handler.attempts(in: job)
+        var provider: String? = routed ? nil : chain.first
         // A slot reserved for this job by an earlier check (carried through the throttle queue).
         var reserved: Int64? = if case .int(let slot) = delivery.headers[JobHeader.notBefore] { slot } else { nil }
         var report: DeliveryReport?
@@ -254,7 +282,8 @@ public final class WorkerService: Service {
             case .readStatus:
                 action = machine.statusRead(try? await ledger.deliveryStatus(jobID: job.id)?.status)
             case .checkThrottles:
-                let throttle = await self.throttle(job, spacing: spacing, reserved: &reserved, ticket: &ticket)
+                let throttle = await self.throttle(
+                    job, spacing: spacing, reserved: &reserved, ticket: &ticket, route: (chain, attempts), provider: &provider)
                 if case .refused(let limit, _) = throttle {
                     Counter(label: "herald_worker_throttled_total", dimensions: [("type", type), ("limit", limit)]).increment()
                 }
@@ -265,7 +294,7 @@ public final class WorkerService: Service {
                 } catch {
                     // Shutting down and past the grace: the job is not claimed, so it goes back to the
                     // queue now rather than asking the throttles again until its slot comes.
-                    if let ticket { pacer?.leave(ticket) }
+                    if let ticket { soloPacer?.leave(ticket) }
                     queue.requeue(delivery)
                     metrics.job(.requeued).increment()
                     return
@@ -283,7 +312,9 @@ public final class WorkerService: Service {
                     action = machine.claimed(
                         try await ledger.claimDelivery(
                             jobID: job.id, projectID: job.project, type: job.type, destination: handler.destination(of: job),
-                            owner: settings.instanceID, description: handler.description(of: job, producer: origin.foreignProducer),
+                            owner: settings.instanceID,
+                            description: handler.description(
+                                of: job, provider: provider ?? handler.providerName, producer: origin.foreignProducer),
                             now: clock.now, reclaimInDoubt: settings.retryUncertain))
                 } catch {
                     action = machine.claimFailed("\(error)")
@@ -294,18 +325,46 @@ public final class WorkerService: Service {
                 // timeout), and its outcome is recorded, instead of leaving the job in doubt.
                 let handler = self.handler
                 let now = clock.now
-                let delivered = await Task { await handler.deliver(job, now: now) }.value
+                let via = provider ?? handler.providerName
+                router.started(via)
+                let delivered = await Task { await handler.deliver(job, via: via, now: now) }.value
+                router.finished(via)
                 metrics.providerCall.record(duration: ContinuousClock.now - started)
+                router.record(via, delivered.outcome, now: clock.now)
                 if let code = delivered.outcome.errorCode {
-                    Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", handler.providerName), ("code", code)])
-                        .increment()
+                    Counter(label: "herald_worker_provider_errors_total", dimensions: [("provider", via), ("code", code)]).increment()
                 }
+                if handler.type == .sms { metrics.attempt(provider: via, delivered.outcome).increment() }
                 report = delivered
-                action = machine.delivered(delivered.outcome, segments: delivered.segments, now: clock.now)
+                var failover: String? = nil
+                switch delivered.outcome {
+                case .providerFailure:
+                    attempts.append(RouteChoice.Attempt(provider: via, met: .providerFailure))
+                    failover = router.failover(after: via, chain: chain, attempts: attempts, now: clock.now)
+                case .retryable:
+                    attempts.append(RouteChoice.Attempt(provider: via, met: .retryLater))
+                default:
+                    break
+                }
+                action = machine.delivered(
+                    delivered.outcome, segments: delivered.segments, now: clock.now, provider: chain.count > 1 ? via : nil, failover: failover)
+            case .failOver(let record):
+                do {
+                    try await ledger.recordDelivery(
+                        jobID: job.id, status: record.status, reason: record.reason, segments: nil, providerMessageID: nil, detail: record.detail,
+                        now: clock.now)
+                } catch {
+                    log.error("cannot record the failed attempt", metadata: ["error": .string("\(error)")])
+                }
+                log.notice("provider failed; failing over", metadata: ["provider": .string(provider ?? ""), "detail": .string(record.detail ?? "")])
+                provider = nil
+                report = nil
+                action = machine.failedOver(now: clock.now)
             case .finish(let finish):
-                if let ticket { pacer?.leave(ticket) }
+                if let ticket { soloPacer?.leave(ticket) }
+                let carried = handler.carrying(attempts, in: report?.continuation ?? job) ?? report?.continuation
                 let outcome = await carryOut(
-                    finish, delivery: continued(delivery, with: report?.continuation, of: job), jobID: job.id, reserved: reserved, logger: log)
+                    finish, delivery: continued(delivery, with: carried, of: job), jobID: job.id, reserved: reserved, logger: log)
                 if outcome == .sent {
                     if let segments = report?.segments {
                         let country = handler.region(of: job)
@@ -321,7 +380,7 @@ public final class WorkerService: Service {
         }
     }
 
-    /// Per-number spacing, then the provider's turn from the pacer.
+    /// Per-number spacing, then the provider (`ProviderRouter`), then the provider's turn from its pacer.
     ///
     /// Spacing has two parts. The first check reserves the job's slot (`rateReserve` on the number's
     /// slot key): jobs for one number line up one spacing apart and each waits for exactly its own
@@ -330,15 +389,22 @@ public final class WorkerService: Service {
     /// number's key), which guarantees the gap between actual sends even when an earlier job left late;
     /// a refusal there is short and held. While a job waits it gives up its place in the provider's
     /// line (it must not hold up the jobs behind it) and takes a new one when its slot comes.
+    ///
+    /// A job whose chain has no provider to call now (every breaker open, every account full) waits
+    /// like a throttled one, until the earliest comes back.
     private func throttle(
-        _ job: Job, spacing: [LimitCheck], reserved: inout Int64?, ticket: inout ProviderPacer.Ticket?
+        _ job: Job, spacing: [LimitCheck], reserved: inout Int64?, ticket: inout ProviderPacer.Ticket?,
+        route: (chain: [String], attempts: [RouteChoice.Attempt]), provider: inout String?
     ) async -> JobLifecycle.Throttle {
+        func giveUpTicket() {
+            if let held = ticket {
+                soloPacer?.leave(held)
+                ticket = nil
+            }
+        }
         if spacing.isEmpty == false {
             func waiting(_ limit: LimitCheck, _ wait: Duration) -> JobLifecycle.Throttle {
-                if let held = ticket {
-                    pacer?.leave(held)
-                    ticket = nil
-                }
+                giveUpTicket()
                 return .refused(limit: limit.kind.configurationKey, retryAfter: wait)
             }
             do {
@@ -358,10 +424,24 @@ public final class WorkerService: Service {
                 logger.error("throttle unavailable (store error); sending unthrottled", metadata: ["error": .string("\(error)")])
             }
         }
-        guard let pacer else { return .allowed }
-        let turn = ticket ?? pacer.ticket()
+        let now = clock.now
+        switch await router.choose(chain: route.chain, attempts: route.attempts, now: now) {
+        case .send(let chosen):
+            provider = chosen
+        case .wait(let until):
+            giveUpTicket()
+            let wait = until.map { Duration.milliseconds(max(1, Int64($0.timeIntervalSince(now) * 1000))) } ?? ProviderRouter.heldRetry
+            return .refused(limit: "sms.breaker", retryAfter: wait)
+        case .noRoute:
+            giveUpTicket()
+            return .refused(limit: "sms.routes", retryAfter: ProviderRouter.heldRetry)
+        }
+        guard let chosen = provider, let pacer = pacers[chosen] else { return .allowed }
+        let turn = (pacer === soloPacer ? ticket : nil) ?? pacer.ticket()
         ticket = nil
-        return await pacer.wait(turn, expiresAt: job.expiresAt)
+        let throttle = await pacer.wait(turn, expiresAt: job.expiresAt)
+        if pacer !== soloPacer { pacer.leave(turn) }
+        return throttle
     }
 
     /// What the store says of a foreign job the policy admitted (its prefix's block, then its ledger

@@ -7,29 +7,25 @@ import HeraldStore
 import HeraldWorker
 import Logging
 
-/// herald-sms-worker: consumes `<exchange>.sms` and sends through the configured provider.
+/// herald-sms-worker: consumes `<exchange>.sms` and sends through the configured providers.
 @main
 struct HeraldSMSWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "herald-sms-worker", abstract: "Deliver SMS jobs from RabbitMQ through the configured provider.", version: BuildInfo.versionLine)
+        commandName: "herald-sms-worker", abstract: "Deliver SMS jobs from RabbitMQ through the configured providers.", version: BuildInfo.versionLine
+    )
 
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let (configuration, logger) = try options.boot("herald-sms-worker") { ["provider": .string($0.sms.provider.rawValue)] }
+        let (configuration, logger) = try options.boot("herald-sms-worker") {
+            ["providers": .string($0.sms.providers.map { "\($0.name) (\($0.kind.rawValue))" }.joined(separator: ", "))]
+        }
 
         let store = try await SQLStore.open(configuration.store, logger: logger)
         let keys = HeraldKeys(master: try KeyMaterial.sealingKey(configuration))
-        let channel: any DeliveryChannel =
-            configuration.sms.provider == .console
-            ? ConsoleChannel(print: LineOutput.standardOutput.write)
-            : HTTPGatewayChannel(
-                client: CurlClient(logger: logger, pooledConnections: configuration.workers.settings(for: .sms).concurrency),
-                settings: configuration.sms.http)
-        let handler = SMSJobHandler(
-            channel: channel, keys: keys, templates: configuration.sms.templates,
-            providerRate: configuration.sms.provider == .http ? configuration.sms.http.rate : nil,
-            perNumberSpacing: configuration.sms.perNumberSpacing, prices: configuration.sms.prices)
+        let client = CurlClient(logger: logger, pooledConnections: configuration.workers.settings(for: .sms).concurrency)
+        let channels = SMSChannels.make(configuration.sms, client: client, print: LineOutput.standardOutput.write)
+        let handler = SMSJobHandler(settings: configuration.sms, channels: channels, keys: keys)
         try await WorkerProcess.run(handler: handler, ledger: store, keys: keys, configuration: configuration, logger: logger)
     }
 }

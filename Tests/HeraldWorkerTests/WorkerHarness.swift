@@ -17,24 +17,40 @@ final class WorkerHarness: Sendable {
         exchange: "memory", queueType: "classic", deliveryLimit: 10, retryDelays: [.sms: [.seconds(1), .seconds(5)]],
         throttleDelays: [.sms: [.seconds(1), .seconds(30)]])
 
-    let store = MemoryStore()
+    let store: MemoryStore
     let queue = MemoryJobQueue(type: .sms, topology: WorkerHarness.topology)
     let keys = HeraldKeys(master: Data(repeating: 3, count: 32))
-    let channel: ScriptedChannel
+    /// The first provider.
+    var channel: ScriptedChannel { channels[0] }
+    let channels: [ScriptedChannel]
     let worker: WorkerService
 
+    /// One provider answering `outcomes`, or with `providers`, those (each with a breaker of
+    /// `breaker` and at most `maxInFlight` calls open), routed by `routes` (nil: in order).
     init(
-        outcomes: [DeliveryOutcome] = [], retryUncertain: Bool = false, perNumberSpacing: Duration = .zero, throttleHold: Duration = .seconds(5),
-        concurrency: Int = 4, shutdownGrace: Duration = .seconds(5), providerCall: Duration = .zero,
-        foreignJobs: ForeignJobPolicy = .none, providerRate: RatePolicy? = nil, logs: CapturedLogs? = nil
+        outcomes: [DeliveryOutcome] = [], providers: [ScriptedChannel] = [], routes: SMSRoutes? = nil,
+        breaker: CircuitBreaker.Settings = CircuitBreaker.Settings(), maxInFlight: Int? = nil, retryUncertain: Bool = false,
+        perNumberSpacing: Duration = .zero, throttleHold: Duration = .seconds(5), concurrency: Int = 4, shutdownGrace: Duration = .seconds(5),
+        providerCall: Duration = .zero, foreignJobs: ForeignJobPolicy = .none, providerRate: RatePolicy? = nil, logs: CapturedLogs? = nil,
+        store: MemoryStore = MemoryStore(), retryDelays: [Duration] = WorkerHarness.topology.retryDelays[.sms]!
     ) {
-        channel = ScriptedChannel(outcomes, takes: providerCall)
-        let handler = SMSJobHandler(
-            channel: channel, keys: keys, templates: TemplateCatalog([:]), providerRate: providerRate, perNumberSpacing: perNumberSpacing)
+        self.store = store
+        let handler: SMSJobHandler
+        if providers.isEmpty {
+            channels = [ScriptedChannel(outcomes, takes: providerCall)]
+            handler = SMSJobHandler(
+                channel: channels[0], keys: keys, templates: TemplateCatalog([:]), providerRate: providerRate, perNumberSpacing: perNumberSpacing)
+        } else {
+            channels = providers
+            handler = SMSJobHandler(
+                channels: providers,
+                providers: providers.map { ProviderSlot(name: $0.name, rate: providerRate, maxInFlight: maxInFlight, breaker: breaker) },
+                routes: routes, keys: keys, templates: TemplateCatalog([:]), perNumberSpacing: perNumberSpacing)
+        }
         worker = WorkerService(
             handler: handler, ledger: store, queue: queue,
             settings: .init(
-                concurrency: concurrency, retryPolicy: RetryPolicy(delays: Self.topology.retryDelays[.sms]!), retryUncertain: retryUncertain,
+                concurrency: concurrency, retryPolicy: RetryPolicy(delays: retryDelays), retryUncertain: retryUncertain,
                 shutdownGrace: shutdownGrace, throttleDelays: Self.topology.throttleDelays[.sms]!, throttleHold: throttleHold,
                 instanceID: "test-worker"),
             keys: keys, foreignJobs: foreignJobs, logger: logs?.logger("worker-test") ?? Logger(label: "worker-test"))
@@ -69,28 +85,36 @@ final class WorkerHarness: Sendable {
     }
 }
 
-/// An SMS provider that answers the scripted outcomes in turn (then `sent`), taking `takes` per call.
-final class ScriptedChannel: DeliveryChannel {
-    let name = "scripted"
+/// An SMS provider that answers the scripted outcomes in turn (then `always`, or `sent`), taking
+/// `takes` per call.
+final class ScriptedChannel: SMSChannel {
+    let name: String
     private let script: Mutex<[DeliveryOutcome]>
+    private let always = Mutex<DeliveryOutcome?>(nil)
     private let sent = Mutex<[OutgoingSMS]>([])
     private let times = Mutex<[ContinuousClock.Instant]>([])
     let takes: Duration
 
-    init(_ outcomes: [DeliveryOutcome], takes: Duration = .zero) {
+    init(_ outcomes: [DeliveryOutcome], takes: Duration = .zero, name: String = "scripted", always: DeliveryOutcome? = nil) {
+        self.name = name
         script = Mutex(outcomes)
         self.takes = takes
+        self.always.withLock { $0 = always }
     }
+
+    /// From now on, answers `outcome` once the script is spent (nil: `sent`).
+    func answer(_ outcome: DeliveryOutcome?) { always.withLock { $0 = outcome } }
 
     /// Every message the provider was asked to send, in order.
     var calls: [OutgoingSMS] { sent.withLock { $0 } }
     /// When each call came, in order.
     var callTimes: [ContinuousClock.Instant] { times.withLock { $0 } }
 
-    func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome {
+    func deliver(_ message: OutgoingSMS) async -> DeliveryReport {
         sent.withLock { $0.append(message) }
         times.withLock { $0.append(ContinuousClock.now) }
         if takes > .zero { try? await Task.sleep(for: takes) }
-        return script.withLock { $0.isEmpty ? .sent(reference: "ref-\(message.jobID.lowercasedText)") : $0.removeFirst() }
+        let scripted = script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        return DeliveryReport(scripted ?? always.withLock { $0 } ?? .sent(reference: "ref-\(name)-\(message.jobID.lowercasedText)"))
     }
 }

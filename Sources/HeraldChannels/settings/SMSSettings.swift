@@ -8,7 +8,17 @@ public struct SMSSettings: Sendable {
     /// Message templates every locale directory may hold (`en` must hold all).
     public static let templateNames = ["verification", "mfa"]
 
-    /// `http` (generic gateway) or `console` (prints messages; devMode only).
+    /// The providers SMS go through, in the order `sms.providers` lists them. Without that list, the
+    /// one `sms.provider` names (`sms.http` is then the provider `http`).
+    public var providers: [SMSProviderSettings]
+    /// `sms.routes`: the chain of providers per destination (without it, every provider in list order).
+    public var routes: SMSRoutes
+    /// `sms.callbackBaseUrl`: the public base URL providers send receipts to
+    /// (`<callbackBaseUrl>/callbacks/sms/<name>`); nil: no receipts are asked for.
+    public var callbackBaseURL: String?
+    /// The file lists `sms.providers` (else `providers` holds the one `sms.provider` names).
+    public var providersListed: Bool
+    /// Without `sms.providers`: the single provider.
     public var provider: Provider
 
     /// Where SMS go.
@@ -52,6 +62,16 @@ public struct SMSSettings: Sendable {
         public func price(for country: String) -> Price? { byCountry[country] ?? fallback }
     }
 
+    /// `sms.provider` as a provider of the list: `http` (the gateway `sms.http`) or `console`.
+    public static func legacyProvider(_ provider: Provider, http: HTTPGateway, breaker: CircuitBreaker.Settings = .init()) -> SMSProviderSettings {
+        SMSProviderSettings(
+            name: provider.rawValue, account: provider == .http ? .http(http) : .console, baseURL: "",
+            rate: provider == .http ? http.rate : nil, maxInFlight: 1000, timeout: http.timeout, senders: .init(), breaker: breaker)
+    }
+
+    /// The provider named `name`.
+    public func provider(named name: String) -> SMSProviderSettings? { providers.first { $0.name == name } }
+
     /// `sms.http`: the generic HTTP gateway.
     public struct HTTPGateway: Sendable {
         /// Placeholders a gateway request body may use.
@@ -66,8 +86,8 @@ public struct SMSSettings: Sendable {
         /// Content-Type of the body; decides how placeholder values are escaped.
         public var contentType: String
         public var timeout: Duration
-        /// Provider throughput, shared by every sms worker through the store.
-        public var rate: RatePolicy
+        /// Provider throughput, shared by every sms worker through the store (nil: unlimited).
+        public var rate: RatePolicy?
         /// Key of the HMAC-SHA256 that signs the gateway's delivery receipts
         /// (`POST /callbacks/sms/http`, `ReceiptSignature`); nil turns receipts off.
         public var callbackSecret: Data?
@@ -79,8 +99,17 @@ public struct SMSSettings: Sendable {
         /// nil: `http_<status>`.
         public var errorCodePath: String? = nil
 
+        /// No gateway (the file lists `sms.providers` instead).
+        public static var unset: HTTPGateway {
+            HTTPGateway(
+                // A constant that parses.
+                url: nil, headers: [:], bodyTemplate: try! Template(defaultBody, allowed: bodyPlaceholders), contentType: "application/json",
+                timeout: .seconds(10),
+                rate: nil, callbackSecret: nil, messageIdPath: nil)
+        }
+
         public init(
-            url: String?, headers: [String: String], bodyTemplate: Template, contentType: String, timeout: Duration, rate: RatePolicy,
+            url: String?, headers: [String: String], bodyTemplate: Template, contentType: String, timeout: Duration, rate: RatePolicy?,
             callbackSecret: Data?, messageIdPath: String?, errorCodePath: String? = nil
         ) {
             self.url = url
@@ -96,10 +125,16 @@ public struct SMSSettings: Sendable {
     }
 
     public init(
-        provider: Provider, http: HTTPGateway, templateDir: String, templates: TemplateCatalog, perNumberSpacing: Duration, prices: Prices = Prices()
+        provider: Provider, http: HTTPGateway, templateDir: String, templates: TemplateCatalog, perNumberSpacing: Duration, prices: Prices = Prices(),
+        providers: [SMSProviderSettings]? = nil, routes: SMSRoutes? = nil, callbackBaseURL: String? = nil
     ) {
         self.provider = provider
         self.http = http
+        self.providersListed = providers != nil
+        let providers = providers ?? [Self.legacyProvider(provider, http: http)]
+        self.providers = providers
+        self.routes = routes ?? SMSRoutes(defaultChain: providers.map(\.name))
+        self.callbackBaseURL = callbackBaseURL
         self.templateDir = templateDir
         self.templates = templates
         self.perNumberSpacing = perNumberSpacing

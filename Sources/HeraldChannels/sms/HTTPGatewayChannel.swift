@@ -4,19 +4,21 @@ import HeraldCurl
 import Logging
 
 /// Sends SMS through any HTTP gateway: one POST of the configured body template with the configured
-/// headers. 2xx is sent; 408, 425, 429 and 5xx are retryable (honouring `Retry-After`); other 4xx are
-/// permanent. A transport failure before the request left is retryable; one after it left is
+/// headers. 2xx is sent; 408, 425 and 429 are retried at the gateway (honouring `Retry-After`); 5xx is
+/// a provider failure (the next provider of the route takes over); other 4xx are permanent. A
+/// transport failure before the request left is a provider failure; one after it left is
 /// "uncertain", because the gateway may have sent the SMS.
-public struct HTTPGatewayChannel: DeliveryChannel {
-    public let name = "http"
-    public let knownErrorCodes = ["unreachable", "no_answer", "misconfigured", "transport"]
+public struct HTTPGatewayChannel: SMSChannel {
+    public let name: String
+    public var knownErrorCodes: [String] { ProviderTransport.knownErrorCodes }
     let client: CurlClient
     let settings: SMSSettings.HTTPGateway
     let escaping: Template.Escaping
     let messageID: JSONPointer?
     let errorCode: JSONPointer?
 
-    public init(client: CurlClient, settings: SMSSettings.HTTPGateway) {
+    public init(name: String = "http", client: CurlClient, settings: SMSSettings.HTTPGateway) {
+        self.name = name
         self.client = client
         self.settings = settings
         self.messageID = settings.messageIdPath.flatMap(JSONPointer.init)
@@ -31,8 +33,12 @@ public struct HTTPGatewayChannel: DeliveryChannel {
         }
     }
 
-    public func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome {
-        guard let url = settings.url else { return .permanent(reason: "sms.http.url is not configured") }
+    public func deliver(_ message: OutgoingSMS) async -> DeliveryReport {
+        DeliveryReport(await outcome(of: message))
+    }
+
+    func outcome(of message: OutgoingSMS) async -> DeliveryOutcome {
+        guard let url = settings.url else { return .providerFailure(reason: "sms.http.url is not configured", code: "misconfigured") }
         let body = settings.bodyTemplate.render(
             [
                 "to": message.to, "body": message.body, "reference": message.jobID.lowercasedText,
@@ -50,16 +56,7 @@ public struct HTTPGatewayChannel: DeliveryChannel {
                 status: response.status, retryAfter: response.retryAfter, body: response.body, messageID: messageID, errorCode: errorCode,
                 sent: message.body, destination: message.to)
         } catch {
-            switch error.kind {
-            case .couldNotConnect, .timedOutBeforeSending, .cancelledBeforeSending:
-                return .retryable(reason: "gateway unreachable: \(error.message)", retryAfter: nil, code: "unreachable")
-            case .failedAfterSending:
-                return .uncertain(reason: "gateway did not answer after the request was sent: \(error.message)", code: "no_answer")
-            case .configuration:
-                return .permanent(reason: "gateway request misconfigured: \(error.message)", code: "misconfigured")
-            case .other:
-                return .retryable(reason: "gateway transport error: \(error.message)", retryAfter: nil, code: "transport")
-            }
+            return ProviderTransport.outcome(of: error, provider: "gateway")
         }
     }
 
@@ -78,9 +75,12 @@ public struct HTTPGatewayChannel: DeliveryChannel {
         switch status {
         case 200..<300:
             return .sent(reference: short(messageID?.text(in: body)))
-        case 408, 425, 429, 500..<600:
+        case 408, 425, 429:
             let code = short(errorCode?.text(in: body)).map { ProviderEcho.scrub($0, sent: sent, destination: destination) } ?? "http_\(status)"
             return .retryable(reason: "gateway answered HTTP \(status)", retryAfter: retryAfter, code: code)
+        case 500..<600:
+            let code = short(errorCode?.text(in: body)).map { ProviderEcho.scrub($0, sent: sent, destination: destination) } ?? "http_\(status)"
+            return .providerFailure(reason: "gateway answered HTTP \(status)", code: code)
         default:
             let code = short(errorCode?.text(in: body)).map { ProviderEcho.scrub($0, sent: sent, destination: destination) } ?? "http_\(status)"
             let snippet = ProviderEcho.scrub(String(decoding: body.prefix(200), as: UTF8.self), sent: sent, destination: destination)

@@ -6,10 +6,19 @@
 public enum DeliveryOutcome: Sendable, Equatable {
     /// Accepted by the provider (`reference` is its message id, when it gave one).
     case sent(reference: String?)
-    /// Not accepted, but nothing was sent and trying later may work (429, 5xx, connection refused).
+    /// Not accepted, but nothing was sent and trying later at the same provider may work (a limit on
+    /// concurrent requests, an explicit Retry-After).
     case retryable(reason: String, retryAfter: Duration?, code: String? = nil)
-    /// Will never work (bad number, bad credentials, malformed request): dead-letter it.
+    /// The provider itself failed and nothing was sent (5xx, unreachable, bad credentials, a suspended
+    /// account): the next attempt goes to the next provider of the route, and the provider's breaker
+    /// counts it. With no other provider it is retried like `retryable`.
+    case providerFailure(reason: String, code: String? = nil)
+    /// Will never work for this message (invalid or barred number, landline, unsubscribed, malformed
+    /// request): dead-letter it; no other provider is tried.
     case permanent(reason: String, code: String? = nil)
+    /// The provider's fraud defence refused the destination (SMS pumping): final like `permanent`,
+    /// and never routed round through another provider, which would defeat the block.
+    case blocked(reason: String, code: String? = nil)
     /// The request may have reached the provider (timeout after sending): resending risks a duplicate.
     case uncertain(reason: String, code: String? = nil)
 
@@ -17,7 +26,18 @@ public enum DeliveryOutcome: Sendable, Equatable {
     public var errorCode: String? {
         switch self {
         case .sent: nil
-        case .retryable(_, _, let code), .permanent(_, let code), .uncertain(_, let code): code
+        case .retryable(_, _, let code), .providerFailure(_, let code), .permanent(_, let code), .blocked(_, let code), .uncertain(_, let code):
+            code
+        }
+    }
+
+    /// Whether it counts against the provider's breaker: a provider failure, or a request that left
+    /// and got no answer (a provider that times out is as sick as one that answers 503). Answers about
+    /// the number and limits on concurrency are the provider working.
+    public var isProviderFault: Bool {
+        switch self {
+        case .providerFailure, .uncertain: true
+        case .sent, .retryable, .permanent, .blocked: false
         }
     }
 }
@@ -84,10 +104,27 @@ public struct DeliveryReport: Sendable, Equatable {
     /// refresh token is spent, so the retry revokes the refresh token instead. Same id, project, type
     /// and destination.
     public var continuation: Job?
+    /// What the provider said the message cost, when it said (Vonage, Telnyx; Twilio prices later).
+    public var price: ProviderPrice?
 
-    public init(_ outcome: DeliveryOutcome, segments: SMSSegments? = nil, continuation: Job? = nil) {
+    public init(_ outcome: DeliveryOutcome, segments: SMSSegments? = nil, continuation: Job? = nil, price: ProviderPrice? = nil) {
         self.outcome = outcome
         self.segments = segments
         self.continuation = continuation
+        self.price = price
     }
+}
+
+/// A provider's own price for a message, as it wrote it (decimal text, never rounded through a float).
+public struct ProviderPrice: Sendable, Equatable, CustomStringConvertible {
+    public var amount: String
+    /// ISO 4217, as the provider gave it.
+    public var currency: String
+
+    public init(amount: String, currency: String) {
+        self.amount = amount
+        self.currency = currency
+    }
+
+    public var description: String { "\(amount) \(currency)" }
 }

@@ -47,6 +47,10 @@ public struct JobLifecycle: Sendable {
         case claim
         /// Call the provider; this is the `attempt`-th send.
         case deliver(attempt: Int)
+        /// The provider failed and another one of the route may take the job now: write `Record` (the
+        /// attempt, for the ledger's history), then report `failedOver(now:)`; the job goes through the
+        /// throttles (which pick the next provider) and is claimed again.
+        case failOver(Record)
         /// The end: record (when given), settle the delivery, count and log.
         case finish(Finish)
     }
@@ -130,6 +134,7 @@ public struct JobLifecycle: Sendable {
         case holding
         case claiming
         case delivering(attempt: Int)
+        case failingOver
         case finished
     }
 
@@ -266,13 +271,18 @@ public struct JobLifecycle: Sendable {
             nil, .requeue(after: .seconds(1)), .storeError, Note(.error, "cannot claim job in the store; requeueing", ["error": error]))
     }
 
-    /// The provider's answer at `now` (`segments`: how the SMS was encoded).
-    public mutating func delivered(_ outcome: DeliveryOutcome, segments: SMSSegments? = nil, now: Date) -> Action {
+    /// The provider's answer at `now` (`segments`: how the SMS was encoded). `provider` names the one
+    /// that answered, for the ledger's history; `failover` is the provider an attempt made now would
+    /// go to after a provider failure (nil: none other may be called now, so it waits like a retry).
+    public mutating func delivered(
+        _ outcome: DeliveryOutcome, segments: SMSSegments? = nil, now: Date, provider: String? = nil, failover: String? = nil
+    ) -> Action {
         guard case .delivering(let attempt) = state else { preconditionFailure("delivered in \(state)") }
         var outcome = outcome
         if case .uncertain(let reason, let code) = outcome, settings.retryUncertain {
             outcome = .retryable(reason: reason, retryAfter: nil, code: code)
         }
+        let at = provider.map { " at \($0)" } ?? ""
         switch outcome {
         case .sent(let reference):
             return finish(
@@ -285,31 +295,60 @@ public struct JobLifecycle: Sendable {
             return finish(
                 Record(status: .failed, reason: reason), .deadLetter(reason: reason, attempt: attempt), .failed,
                 Note(.warning, "permanent failure; dead-lettered", ["reason": reason, "attempt": String(attempt)]))
-        case .retryable(let reason, let retryAfter, _):
-            switch settings.retryPolicy.decide(failures: attempt, retryAfter: retryAfter, now: now, expiresAt: expiresAt) {
-            case .retry(let delay):
-                // When it really runs: the delay queue's wait, or the destination's spacing if longer.
-                var why = "backoff \(DurationText.format(delay))"
-                if settings.perNumberSpacing > .zero { why += ", per-number spacing \(DurationText.format(settings.perNumberSpacing))" }
-                let runs = now.addingTimeInterval(max(delay, settings.perNumberSpacing).seconds)
-                return finish(
-                    Record(
-                        status: .retrying, reason: reason,
-                        detail: "attempt \(attempt) failed: \(reason); retry at \(Timestamp.timeOfDay(runs)) (\(why))"),
-                    .retry(delay: delay, attempt: attempt), .retry,
-                    Note(
-                        .notice, "retryable failure; retrying later",
-                        ["reason": reason, "attempt": String(attempt), "delay": DurationText.format(delay)]))
-            case .giveUp(.wouldExpire):
-                return finish(
-                    Record(status: .expired, reason: "\(reason); the next attempt would be after expiresAt"), .ack, .expired,
-                    Note(.notice, "retryable failure but the code would expire first; dropped", ["reason": reason]))
-            case .giveUp(.exhausted):
-                let why = "retries exhausted after \(attempt) attempts; last: \(reason)"
-                return finish(
-                    Record(status: .dead, reason: why), .deadLetter(reason: why, attempt: attempt), .failed,
-                    Note(.warning, "retries exhausted; dead-lettered", ["reason": reason]))
+        case .blocked(let reason, _):
+            return finish(
+                Record(status: .failed, reason: reason, detail: "blocked\(at) as fraud: \(reason); not sent elsewhere"),
+                .deadLetter(reason: reason, attempt: attempt), .failed,
+                Note(.warning, "destination blocked by the provider's fraud defence; dead-lettered", ["reason": reason, "attempt": String(attempt)]))
+        case .providerFailure(let reason, let code):
+            if let failover, let provider,
+                case .retry = settings.retryPolicy.decide(failures: attempt, retryAfter: nil, now: now, expiresAt: expiresAt)
+            {
+                state = .failingOver
+                return .failOver(
+                    Record(status: .retrying, reason: reason, detail: "attempt \(attempt) \(provider) \(code ?? "failed"), next \(failover)"))
             }
+            return retryOrGiveUp(attempt: attempt, reason: reason, retryAfter: nil, at: at, now: now)
+        case .retryable(let reason, let retryAfter, _):
+            return retryOrGiveUp(attempt: attempt, reason: reason, retryAfter: retryAfter, at: at, now: now)
+        }
+    }
+
+    /// The failover's record is written: on to the throttles, which choose the next provider.
+    public mutating func failedOver(now: Date) -> Action {
+        precondition(state == .failingOver, "failedOver in \(state)")
+        if now >= expiresAt {
+            return finish(
+                Record(status: .expired, reason: "expired before another provider could take it"), .ack, .expired,
+                Note(.notice, "job expired while failing over; dropped"))
+        }
+        return afterStatus()
+    }
+
+    private mutating func retryOrGiveUp(attempt: Int, reason: String, retryAfter: Duration?, at: String, now: Date) -> Action {
+        switch settings.retryPolicy.decide(failures: attempt, retryAfter: retryAfter, now: now, expiresAt: expiresAt) {
+        case .retry(let delay):
+            // When it really runs: the delay queue's wait, or the destination's spacing if longer.
+            var why = "backoff \(DurationText.format(delay))"
+            if settings.perNumberSpacing > .zero { why += ", per-number spacing \(DurationText.format(settings.perNumberSpacing))" }
+            let runs = now.addingTimeInterval(max(delay, settings.perNumberSpacing).seconds)
+            return finish(
+                Record(
+                    status: .retrying, reason: reason,
+                    detail: "attempt \(attempt)\(at) failed: \(reason); retry at \(Timestamp.timeOfDay(runs)) (\(why))"),
+                .retry(delay: delay, attempt: attempt), .retry,
+                Note(
+                    .notice, "retryable failure; retrying later",
+                    ["reason": reason, "attempt": String(attempt), "delay": DurationText.format(delay)]))
+        case .giveUp(.wouldExpire):
+            return finish(
+                Record(status: .expired, reason: "\(reason); the next attempt would be after expiresAt"), .ack, .expired,
+                Note(.notice, "retryable failure but the code would expire first; dropped", ["reason": reason]))
+        case .giveUp(.exhausted):
+            let why = "retries exhausted after \(attempt) attempts; last: \(reason)"
+            return finish(
+                Record(status: .dead, reason: why), .deadLetter(reason: why, attempt: attempt), .failed,
+                Note(.warning, "retries exhausted; dead-lettered", ["reason": reason]))
         }
     }
 

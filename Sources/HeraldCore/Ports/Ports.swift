@@ -7,22 +7,23 @@ public protocol JobPublisher: Sendable {
     func publish(_ job: Job, traceparent: TraceParent) async throws
 }
 
-/// Sends one message through one provider and says what happened. Implementations never throw for
-/// provider answers; every answer maps to a `DeliveryOutcome`.
-public protocol DeliveryChannel: Sendable {
-    /// A short provider name for logs and metrics (`http`, `console`).
+/// Sends one SMS through one provider and says what happened. Implementations never throw for
+/// provider answers; every answer maps to exactly one `DeliveryOutcome` (with the provider's price
+/// when it gave one).
+public protocol SMSChannel: Sendable {
+    /// The provider's name from configuration (`twilio-us`, `http`), for logs, metrics and the ledger.
     var name: String { get }
-    func deliver(_ message: OutgoingSMS) async -> DeliveryOutcome
+    func deliver(_ message: OutgoingSMS) async -> DeliveryReport
     /// The error codes it reports whatever the provider answers (transport failures), so their
     /// `herald_worker_provider_errors_total` series exist at 0 from the start.
     var knownErrorCodes: [String] { get }
 }
 
-extension DeliveryChannel {
+extension SMSChannel {
     public var knownErrorCodes: [String] { [] }
 }
 
-/// Submits one rendered email. Like `DeliveryChannel`, every answer maps to a `DeliveryOutcome`.
+/// Submits one rendered email. Like `SMSChannel`, every answer maps to a `DeliveryOutcome`.
 public protocol EmailChannel: Sendable {
     /// `smtp` or `console`, for logs and metrics.
     var name: String { get }
@@ -34,17 +35,28 @@ public protocol EmailChannel: Sendable {
 public struct OutgoingSMS: Sendable, Equatable {
     public var jobID: UUID
     public var project: String
+    /// E.164.
     public var to: String
+    /// The destination's ISO region (`GB`; "" when unknown), which picks the sender.
+    public var region: String
     public var body: String
     public var expiresAt: Date
+    /// When the provider is called: a code's remaining life (`expiresAt` − `now`) becomes the
+    /// message's validity at providers that take one.
+    public var now: Date
 
-    public init(jobID: UUID, project: String, to: String, body: String, expiresAt: Date) {
+    public init(jobID: UUID, project: String, to: String, region: String = "", body: String, expiresAt: Date, now: Date = Date()) {
         self.jobID = jobID
         self.project = project
         self.to = to
+        self.region = region
         self.body = body
         self.expiresAt = expiresAt
+        self.now = now
     }
+
+    /// Whole seconds the code has left, at least 1.
+    public var remainingSeconds: Int { max(1, Int(expiresAt.timeIntervalSince(now).rounded(.down))) }
 }
 
 /// A user account, the subset of Identity Toolkit's that phone, email-link and second-factor sign-in need.
@@ -392,6 +404,7 @@ public enum ReceiptResult: Sendable, Equatable {
 /// Everything the API and workers keep in the shared store.
 public typealias HeraldStoreProtocol = VerificationStore & AccountStore & DeliveryLedger & MessageLedger & RateLimitStore
     & AppVerificationStore & OobCodeStore & SendAdmissionStore & CredentialReplayStore & StoreHealth & TurnStore & AdminSessionStore
+    & BreakerStore
 
 /// Named turns that one process at a time holds among all those sharing a store, for work that every
 /// process would otherwise repeat (`HousekeepingTurn`). A turn is held until an instant and renewed
@@ -437,6 +450,50 @@ public struct SnapshotHolder: Sendable, Equatable {
 
 /// The status page's login sessions, by the hash of their cookie's secret, where every API process sees
 /// them: ending one (logout) ends it for every copy of its cookie.
+/// A provider's circuit breaker as the shared store keeps it, with the version a writer must still
+/// find to replace it.
+public struct StoredBreaker: Sendable, Equatable {
+    public var snapshot: CircuitBreaker.Snapshot
+    public var version: Int64
+    public var updatedAt: Date
+
+    public init(snapshot: CircuitBreaker.Snapshot, version: Int64, updatedAt: Date) {
+        self.snapshot = snapshot
+        self.version = version
+        self.updatedAt = updatedAt
+    }
+}
+
+/// Every sms worker's view of each provider's breaker (`CircuitBreaker`), kept in the store so that
+/// one worker's failures open it for all, and an operator's override reaches every worker. Writes
+/// compare versions (no lock held across the change): a writer that lost the race reads again.
+public protocol BreakerStore: Sendable {
+    func breaker(provider: String) async throws -> StoredBreaker?
+    /// Writes `snapshot` when the row's version is still `expected` (nil: there is no row yet); false
+    /// when another writer came first.
+    func replaceBreaker(provider: String, snapshot: CircuitBreaker.Snapshot, expected: Int64?, now: Date) async throws -> Bool
+    /// Every provider's breaker, by name.
+    func breakers() async throws -> [String: StoredBreaker]
+}
+
+extension BreakerStore {
+    /// Applies `change` to the provider's stored breaker (a closed one when there is none) and writes
+    /// it back, again from a fresh read when another writer came first. Returns what `change`
+    /// returned and the breaker as written.
+    public func updateBreaker<T: Sendable>(
+        provider: String, settings: CircuitBreaker.Settings, now: Date, _ change: (inout CircuitBreaker) -> T
+    ) async throws -> (result: T, breaker: CircuitBreaker) {
+        while true {
+            let stored = try await breaker(provider: provider)
+            var breaker = stored.map { CircuitBreaker(settings: settings, snapshot: $0.snapshot) } ?? CircuitBreaker(settings: settings, now: now)
+            let result = change(&breaker)
+            if try await replaceBreaker(provider: provider, snapshot: breaker.snapshot, expected: stored?.version, now: now) {
+                return (result, breaker)
+            }
+        }
+    }
+}
+
 public protocol AdminSessionStore: Sendable {
     func insertAdminSession(hash: String, keyID: String, expiresAt: Date) async throws
     /// The key id of the admin token that opened the session, while it exists and is unexpired at `now`.

@@ -38,7 +38,7 @@ public struct CircuitBreaker: Sendable, Equatable {
         }
     }
 
-    public enum State: Sendable, Equatable {
+    public enum State: Sendable, Equatable, Codable {
         case closed
         case open(since: Date)
         /// `admitted` probes are under way or done, `succeeded` of them came back well.
@@ -89,6 +89,45 @@ public struct CircuitBreaker: Sendable, Equatable {
         self.bucketStart = now
     }
 
+    /// What the shared store keeps of a breaker: everything but the settings, which each worker has
+    /// from its configuration.
+    public struct Snapshot: Sendable, Equatable, Codable {
+        public var state: State
+        var bucketStart: Date
+        var calls: Int
+        var failures: Int
+        var previousCalls: Int
+        var previousFailures: Int
+        var failuresInARow: Int
+    }
+
+    public var snapshot: Snapshot {
+        Snapshot(
+            state: state, bucketStart: bucketStart, calls: calls, failures: failures, previousCalls: previousCalls,
+            previousFailures: previousFailures, failuresInARow: failuresInARow)
+    }
+
+    public init(settings: Settings, snapshot: Snapshot) {
+        self.settings = settings
+        self.state = snapshot.state
+        self.bucketStart = snapshot.bucketStart
+        self.calls = snapshot.calls
+        self.failures = snapshot.failures
+        self.previousCalls = snapshot.previousCalls
+        self.previousFailures = snapshot.previousFailures
+        self.failuresInARow = snapshot.failuresInARow
+    }
+
+    /// What `permission(now:)` would answer, without admitting a probe (to compare providers before
+    /// choosing one).
+    public func peek(now: Date) -> Permission {
+        var copy = self
+        return copy.permission(now: now).0
+    }
+
+    /// Failures in a row so far (for `herald-admin providers status`).
+    public var consecutiveFailures: Int { failuresInARow }
+
     /// Calls and failures the window holds at `now` (the older half weighed by its share still inside).
     public func windowCounts(now: Date) -> (calls: Double, failures: Double) {
         var copy = self
@@ -113,8 +152,16 @@ public struct CircuitBreaker: Sendable, Equatable {
             return (.probe, transition)
         case .halfOpen(let since, let admitted, let succeeded):
             // Probes not yet answered hold the rest back; an answered round that did not close it is
-            // impossible (a failure reopens it).
-            guard admitted < settings.probes else { return (.refused(until: now.addingTimeInterval(1)), nil) }
+            // impossible (a failure reopens it). A probe whose job never reached the provider (it
+            // expired, its worker stopped) would hold them back for ever, so after a cool-down without
+            // every answer the unanswered ones are given out again.
+            guard admitted < settings.probes else {
+                if now >= since.addingTimeInterval(settings.coolDown.seconds) {
+                    state = .halfOpen(since: now, admitted: succeeded + 1, succeeded: succeeded)
+                    return (.probe, nil)
+                }
+                return (.refused(until: min(now.addingTimeInterval(1), since.addingTimeInterval(settings.coolDown.seconds))), nil)
+            }
             state = .halfOpen(since: since, admitted: admitted + 1, succeeded: succeeded)
             return (.probe, nil)
         }
@@ -201,5 +248,18 @@ public struct CircuitBreaker: Sendable, Equatable {
             bucketStart = now
         }
         (calls, failures) = (0, 0)
+    }
+}
+
+extension CircuitBreaker.State {
+    /// `closed`, `open`, `half-open`, `forced-open`, `forced-closed`.
+    public var label: String {
+        switch self {
+        case .closed: "closed"
+        case .open: "open"
+        case .halfOpen: "half-open"
+        case .forcedOpen: "forced-open"
+        case .forcedClosed: "forced-closed"
+        }
     }
 }

@@ -18,6 +18,11 @@ public struct SMSRoutes: Sendable, Equatable {
         public init(key: String) { self.key = key }
     }
 
+    /// One chain for every destination.
+    public init(defaultChain: [String]) {
+        (prefixes, regions, fallback) = ([], [:], defaultChain)
+    }
+
     /// `routes` as configuration writes them: key to provider names in order.
     public init(_ routes: [String: [String]]) throws(InvalidKey) {
         var prefixes: [(String, [String])] = []

@@ -189,6 +189,19 @@ public struct ConfigReader {
         return Choice(rawValue: text)!
     }
 
+    /// A secret given inline (`key`) or as the first line of a file (`<key>File`, a mounted Secret),
+    /// never both; nil when neither is set. The value is never echoed in errors.
+    public func secret(_ key: String) throws -> String? {
+        let inline = try optionalString(key)
+        let file = try optionalString(key + "File")
+        if inline != nil, file != nil {
+            throw fail(key + "File", "set either \(keyPath(key)) or \(keyPath(key + "File")), not both")
+        }
+        if let file { return try ConfigurationLoader.readSecret(file, key: keyPath(key + "File")) }
+        if let inline, inline.isEmpty { throw fail(key, "must not be empty") }
+        return inline
+    }
+
     /// A boolean (`true`/`false`).
     public func bool(_ key: String, default defaultValue: Bool) throws -> Bool {
         guard let (text, source) = try scalarText(key) else { return defaultValue }

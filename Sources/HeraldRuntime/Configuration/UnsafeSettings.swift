@@ -30,13 +30,26 @@ public enum UnsafeSettings {
                     key: "projects[\(index)].appVerification.required",
                     problem: "false: project '\(project.id)' sends SMS without proof that the request comes from its app (SMS pumping)"))
         }
-        if configuration.sms.provider == .http, let url = configuration.sms.http.url, url.lowercased().hasPrefix("http://"),
-            let host = ServerURL(url)?.host, IPAddress.isLoopback(host: host) == false
+        for (index, provider) in configuration.sms.providers.enumerated() {
+            let (url, key): (String?, String)
+            switch provider.account {
+            case .http(let gateway): (url, key) = (gateway.url, configuration.sms.providersListed ? "sms.providers[\(index)].url" : "sms.http.url")
+            case .twilio, .vonage, .telnyx: (url, key) = (provider.baseURL, "sms.providers[\(index)].baseUrl")
+            case .console: continue
+            }
+            guard let url, url.lowercased().hasPrefix("http://"), let host = ServerURL(url)?.host, IPAddress.isLoopback(host: host) == false
+            else { continue }
+            findings.append(
+                Finding(
+                    key: key, problem: "plain http:// to \(host): the provider's credentials and every code cross the network unencrypted"))
+        }
+        if let url = configuration.sms.callbackBaseURL, url.lowercased().hasPrefix("http://"), let host = ServerURL(url)?.host,
+            IPAddress.isLoopback(host: host) == false
         {
             findings.append(
                 Finding(
-                    key: "sms.http.url",
-                    problem: "plain http:// to \(host): the gateway's credentials and every code cross the network unencrypted"))
+                    key: "sms.callbackBaseUrl",
+                    problem: "plain http:// to \(host): providers' receipts and their signatures cross the network unencrypted"))
         }
         if configuration.email.provider == .smtp, configuration.email.smtpURL.lowercased().hasPrefix("smtp://"),
             configuration.email.requireTLS == false, let host = ServerURL(configuration.email.smtpURL)?.host,

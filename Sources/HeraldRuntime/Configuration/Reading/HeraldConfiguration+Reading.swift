@@ -31,7 +31,10 @@ extension HeraldConfiguration {
         self.email = try EmailSettings(reader: try root.section("email"), devMode: devMode)
         self.push = try PushSettings(reader: try root.section("push"), devMode: devMode)
         self.workers = try Workers(reader: try root.section("workers"), prefetch: amqp.prefetch)
-        if self.sms.provider == .console, devMode == false {
+        if devMode == false, let index = self.sms.providers.firstIndex(where: { $0.kind == .console }) {
+            if self.sms.providersListed {
+                throw ConfigError(key: "sms.providers[\(index)].type", problem: "console prints codes to the terminal and needs devMode: true")
+            }
             throw sms.fail("provider", "console prints codes to the terminal and needs devMode: true")
         }
         self.integrations = try IntegrationSettings(reader: try root.section("integrations"), projects: projects)
