@@ -42,17 +42,25 @@ fi
 # The test suite's real SMTP server (aiosmtpd), the firebase-admin SDK it checks compatibility with, pika
 # (the README's producer example), jsonschema with PyYAML (jobs checked against deploy/asyncapi.yaml) and
 # selenium (drives Debian's chromedriver for the status page test), schemathesis (deploy/openapi.yaml) and
-# phonenumbers (libphonenumber's metadata, which number parsing is checked against), from PyPI into a project-local virtualenv (.herald/venv), so nothing is installed system-wide.
+# phonenumbers (libphonenumber's metadata, which number parsing is checked against), and the SMS providers'
+# own libraries (twilio, vonage, PyNaCl), which the provider signatures are checked against, from PyPI into a
+# project-local virtualenv (.herald/venv), so nothing is installed system-wide. The Vonage SDK's v3, the last
+# with Vonage's plain MD5-hash signature, cannot share that environment with v4; it goes to .herald/pylib/vonage3.
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   VENV=.herald/venv
-  if ! "$VENV/bin/python" -c 'import aiosmtpd, firebase_admin, pika, jsonschema, yaml, selenium, schemathesis, phonenumbers' 2> /dev/null; then
+  if ! "$VENV/bin/python" -c 'import aiosmtpd, firebase_admin, pika, jsonschema, yaml, selenium, schemathesis, phonenumbers, twilio, vonage_http_client, nacl' 2> /dev/null; then
     if ! python3 -m venv --help > /dev/null 2>&1; then
       SUDO=""
       if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
       $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv > /dev/null
     fi
-    echo "setup: installing aiosmtpd, firebase-admin, pika, jsonschema, PyYAML, selenium, schemathesis and phonenumbers into $VENV"
+    echo "setup: installing aiosmtpd, firebase-admin, pika, jsonschema, PyYAML, selenium, schemathesis, phonenumbers, twilio, vonage and PyNaCl into $VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check aiosmtpd firebase-admin pika jsonschema pyyaml selenium schemathesis phonenumbers
+    "$VENV/bin/pip" install -q --disable-pip-version-check aiosmtpd firebase-admin pika jsonschema pyyaml selenium schemathesis phonenumbers \
+      twilio vonage pynacl
+  fi
+  if [ ! -d .herald/pylib/vonage3/vonage ]; then
+    echo "setup: installing the Vonage SDK v3 into .herald/pylib/vonage3"
+    "$VENV/bin/pip" install -q --disable-pip-version-check --target .herald/pylib/vonage3 "vonage<4"
   fi
 fi

@@ -45,14 +45,13 @@ final class ProviderRouter: Sendable {
         }
     }
 
-    /// The provider an attempt made now would go to after `provider` failed, when it is another one
-    /// (for an immediate failover); no probe is admitted by asking.
-    func failover(after provider: String, chain: [String], attempts: [RouteChoice.Attempt], now: Date) -> String? {
+    /// The provider an attempt made now would go to after `provider` failed, for an immediate
+    /// failover: one this delivery has not `tried` yet (going straight back to one that just failed
+    /// would only hammer it; the job then waits for its backoff). No probe is admitted by asking.
+    func failover(after provider: String, chain: [String], attempts: [RouteChoice.Attempt], tried: Set<String>, now: Date) -> String? {
         var permissions: [String: CircuitBreaker.Permission] = [:]
-        for name in chain { permissions[name] = breakers?.peek(name, now: now) ?? .call }
-        guard case .send(let next) = RouteChoice.next(chain: chain, permissions: permissions, attempts: attempts), next != provider else {
-            return nil
-        }
+        for name in chain { permissions[name] = tried.contains(name) ? .refused(until: nil) : breakers?.peek(name, now: now) ?? .call }
+        guard case .send(let next) = RouteChoice.next(chain: chain, permissions: permissions, attempts: attempts) else { return nil }
         return next
     }
 

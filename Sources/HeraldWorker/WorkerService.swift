@@ -273,6 +273,8 @@ public final class WorkerService: Service {
         // What the job's attempts met so far, and the provider the throttles chose for the next one.
         var attempts = handler.attempts(in: job)
         var provider: String? = routed ? nil : chain.first
+        // Providers this delivery called, which an immediate failover passes over.
+        var tried: Set<String> = []
         // A slot reserved for this job by an earlier check (carried through the throttle queue).
         var reserved: Int64? = if case .int(let slot) = delivery.headers[JobHeader.notBefore] { slot } else { nil }
         var report: DeliveryReport?
@@ -327,6 +329,7 @@ public final class WorkerService: Service {
                 let now = clock.now
                 let via = provider ?? handler.providerName
                 router.started(via)
+                tried.insert(via)
                 let delivered = await Task { await handler.deliver(job, via: via, now: now) }.value
                 router.finished(via)
                 metrics.providerCall.record(duration: ContinuousClock.now - started)
@@ -340,7 +343,7 @@ public final class WorkerService: Service {
                 switch delivered.outcome {
                 case .providerFailure:
                     attempts.append(RouteChoice.Attempt(provider: via, met: .providerFailure))
-                    failover = router.failover(after: via, chain: chain, attempts: attempts, now: clock.now)
+                    failover = router.failover(after: via, chain: chain, attempts: attempts, tried: tried, now: clock.now)
                 case .retryable:
                     attempts.append(RouteChoice.Attempt(provider: via, met: .retryLater))
                 default:

@@ -87,4 +87,30 @@ struct CircuitBreakerTests {
         #expect(breaker.record(failed: true, now: Self.at(5))?.to == .open(since: Self.at(5)))
         #expect(breaker.state.gauge == 2)
     }
+
+    @Test("probes whose jobs never reach the provider are given out again after a cool-down, not held for ever")
+    func lostProbes() {
+        var breaker = CircuitBreaker(settings: .init(consecutiveFailures: 1, coolDown: .seconds(10), probes: 2), now: Self.start)
+        breaker.record(failed: true, now: Self.start)
+        #expect(breaker.permission(now: Self.at(10)).0 == .probe)
+        #expect(breaker.permission(now: Self.at(10)).0 == .probe)
+        // Neither answers: the rest wait, but not beyond another cool-down.
+        #expect(breaker.permission(now: Self.at(12)).0 == .refused(until: Self.at(13)))
+        #expect(breaker.peek(now: Self.at(21)) == .probe, "peek admits nothing")
+        #expect(breaker.state == .halfOpen(since: Self.at(10), admitted: 2, succeeded: 0))
+        #expect(breaker.permission(now: Self.at(21)).0 == .probe)
+        #expect(breaker.state == .halfOpen(since: Self.at(21), admitted: 1, succeeded: 0))
+    }
+
+    @Test("a snapshot carries the state and the window's counts: a breaker rebuilt from it decides the same")
+    func snapshotRoundTrip() throws {
+        let settings = CircuitBreaker.Settings(minimumCalls: 4, consecutiveFailures: 100)
+        var breaker = CircuitBreaker(settings: settings, now: Self.start)
+        for index in 0..<3 { breaker.record(failed: index > 0, now: Self.at(Double(index))) }
+        let data = try JSONEncoder().encode(breaker.snapshot)
+        var copy = CircuitBreaker(settings: settings, snapshot: try JSONDecoder().decode(CircuitBreaker.Snapshot.self, from: data))
+        #expect(copy == breaker)
+        #expect(copy.windowCounts(now: Self.at(3)) == breaker.windowCounts(now: Self.at(3)))
+        #expect(copy.record(failed: true, now: Self.at(3))?.to == .open(since: Self.at(3)))
+    }
 }

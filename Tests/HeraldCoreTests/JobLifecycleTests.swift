@@ -238,3 +238,59 @@ struct JobLifecycleTests {
         #expect(fallback(.deadLetter(reason: "x", attempt: 1)) == (false, "rejected"))
     }
 }
+
+/// What the machine does with a provider failure when another provider of the route may take the job.
+@Suite("Job lifecycle: failover between providers")
+struct JobLifecycleFailoverTests {
+    typealias Base = JobLifecycleTests
+    static let failure = DeliveryOutcome.providerFailure(reason: "Twilio answered HTTP 503", code: "http_503")
+
+    @Test("a provider failure with another provider free records the attempt, then asks the throttles again and claims anew")
+    func failsOver() {
+        var machine = Base.delivering()
+        let action = machine.delivered(Self.failure, now: Base.now, provider: "twilio", failover: "vonage")
+        #expect(
+            action
+                == .failOver(
+                    JobLifecycle.Record(status: .retrying, reason: "Twilio answered HTTP 503", detail: "attempt 1 twilio http_503, next vonage")))
+        #expect(machine.failedOver(now: Base.now) == .claim)
+        #expect(machine.claimed(.claimed(attempt: 2)) == .deliver(attempt: 2))
+        var throttled = JobLifecycle(expiresAt: Base.now.addingTimeInterval(300), seenBefore: false, throttled: true, settings: Base.settings)
+        #expect(throttled.start(now: Base.now) == .checkThrottles)
+        #expect(throttled.throttleChecked(.allowed, now: Base.now) == .claim)
+        _ = throttled.claimed(.claimed(attempt: 1))
+        _ = throttled.delivered(Self.failure, now: Base.now, provider: "twilio", failover: "vonage")
+        #expect(throttled.failedOver(now: Base.now) == .checkThrottles)
+    }
+
+    @Test("without another provider, or with the retries spent, a provider failure is a retry or the end, as a retryable one")
+    func noFailover() throws {
+        var alone = Base.delivering()
+        let retry = try #require(Base.finish(alone.delivered(Self.failure, now: Base.now, provider: "twilio", failover: nil)))
+        #expect(retry.settlement == .retry(delay: .seconds(1), attempt: 1))
+        #expect(retry.record?.detail?.hasPrefix("attempt 1 at twilio failed: Twilio answered HTTP 503; retry at") == true)
+        var spent = Base.delivering(attempt: 4)
+        let dead = try #require(Base.finish(spent.delivered(Self.failure, now: Base.now, provider: "twilio", failover: "vonage")))
+        #expect(dead.record?.status == .dead)
+        var late = Base.delivering(expiresIn: 0.5)
+        let expired = try #require(Base.finish(late.delivered(Self.failure, now: Base.now, provider: "twilio", failover: "vonage")))
+        #expect(expired.record?.status == .expired, "the failover's retry would come after the code expired")
+    }
+
+    @Test("a failover that finds the code expired drops the job")
+    func failoverAfterExpiry() throws {
+        var machine = Base.delivering(expiresIn: 10)
+        _ = machine.delivered(Self.failure, now: Base.now, provider: "twilio", failover: "vonage")
+        let finish = try #require(Base.finish(machine.failedOver(now: Base.now.addingTimeInterval(11))))
+        #expect(finish.record?.status == .expired && finish.settlement == .ack)
+    }
+
+    @Test("a fraud block ends the job failed and dead-lettered, whatever other provider there is")
+    func fraudBlock() throws {
+        var machine = Base.delivering()
+        let finish = try #require(
+            Base.finish(machine.delivered(.blocked(reason: "Twilio 30450", code: "30450"), now: Base.now, provider: "twilio", failover: "vonage")))
+        #expect(finish.record?.status == .failed && finish.settlement == .deadLetter(reason: "Twilio 30450", attempt: 1))
+        #expect(finish.record?.detail == "fraud block at twilio: Twilio 30450; not sent elsewhere")
+    }
+}

@@ -372,6 +372,40 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("a provider's breaker is one row all processes share: a stale version loses, racing updates all land", arguments: StoreKind.allCases)
+    func breakers(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { fixture, store in
+            let other = try await fixture.open()
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            let settings = CircuitBreaker.Settings(minimumCalls: 1000, consecutiveFailures: 1000)
+            #expect(try await store.breaker(provider: "twilio") == nil)
+            let fresh = CircuitBreaker(settings: settings, now: now).snapshot
+            #expect(try await store.replaceBreaker(provider: "twilio", snapshot: fresh, expected: nil, now: now))
+            #expect(try await other.replaceBreaker(provider: "twilio", snapshot: fresh, expected: nil, now: now) == false, "the row exists")
+            let stored = try #require(try await other.breaker(provider: "twilio"))
+            #expect(stored.version == 1 && stored.snapshot == fresh && stored.updatedAt == now)
+            #expect(try await other.replaceBreaker(provider: "twilio", snapshot: fresh, expected: 1, now: now))
+            #expect(try await store.replaceBreaker(provider: "twilio", snapshot: fresh, expected: 1, now: now) == false, "stale version")
+            // Forty failures from two processes at once: every one is counted.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<40 {
+                    let handle = index % 2 == 0 ? store : other
+                    group.addTask {
+                        _ = try await handle.updateBreaker(provider: "twilio", settings: settings, now: now) { $0.record(failed: true, now: now) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let counted = try #require(try await store.breaker(provider: "twilio"))
+            #expect(CircuitBreaker(settings: settings, snapshot: counted.snapshot).consecutiveFailures == 40)
+            #expect(counted.version == 42)
+            _ = try await other.updateBreaker(provider: "vonage", settings: settings, now: now) { $0.override(.open, now: now) }
+            let all = try await store.breakers()
+            #expect(Set(all.keys) == ["twilio", "vonage"])
+            #expect(all["vonage"]?.snapshot.state == .forcedOpen(since: now))
+        }
+    }
+
     @Test("second-factor lookups by first-factor number answer each caller right, also when many arrive at once", arguments: StoreKind.allCases)
     func secondFactorLookups(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in

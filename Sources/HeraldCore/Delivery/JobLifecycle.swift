@@ -297,7 +297,7 @@ public struct JobLifecycle: Sendable {
                 Note(.warning, "permanent failure; dead-lettered", ["reason": reason, "attempt": String(attempt)]))
         case .blocked(let reason, _):
             return finish(
-                Record(status: .failed, reason: reason, detail: "blocked\(at) as fraud: \(reason); not sent elsewhere"),
+                Record(status: .failed, reason: reason, detail: "fraud block\(at): \(reason); not sent elsewhere"),
                 .deadLetter(reason: reason, attempt: attempt), .failed,
                 Note(.warning, "destination blocked by the provider's fraud defence; dead-lettered", ["reason": reason, "attempt": String(attempt)]))
         case .providerFailure(let reason, let code):
