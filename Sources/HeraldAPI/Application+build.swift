@@ -139,7 +139,7 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
     RecaptchaFallback(resolver: ProjectResolver(configuration: configuration)).register(on: router)
     MessageRoutes(ledger: dependencies.store, admin: AdminAuthorization(tokens: configuration.admin.tokens), clock: dependencies.clock)
         .register(on: router)
-    ReceiptRoutes(ledger: dependencies.store, secret: configuration.sms.http.callbackSecret, clock: dependencies.clock).register(on: router)
+    ReceiptRoutes(ledger: dependencies.store, sms: configuration.sms, clock: dependencies.clock).register(on: router)
     StatusPage(
         store: dependencies.store, broker: dependencies.broker,
         session: AdminSession(key: dependencies.keys.adminSessions, tokens: configuration.admin.tokens), configuration: configuration,

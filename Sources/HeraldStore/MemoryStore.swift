@@ -11,6 +11,8 @@ public final class MemoryStore: HeraldStoreProtocol {
         var record: MessageRecord
         var owner: String?
         var jobBody: Data?
+        /// Segments of a long SMS reported delivered so far (`applyReceipt(segment:)`), comma-separated.
+        var receiptSegments: String?
 
         init(jobID: UUID, projectID: String, type: JobType, destination: String, now: Date) {
             let now = now.keptToMilliseconds
@@ -530,12 +532,13 @@ public final class MemoryStore: HeraldStoreProtocol {
         return MessagePage(messages: page, next: next)
     }
 
-    public func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws
-        -> ReceiptResult
-    {
-        let (status, reason, line) = SQLStore.receipt(delivered: delivered, errorCode: errorCode, now: now)
+    public func applyReceipt(
+        jobID: UUID, status: DeliveryStatus, segment: String?, providerMessageID: String?, errorCode: String?, now: Date
+    ) async throws -> ReceiptResult {
+        let (status, reason, line) = SQLStore.receipt(status, errorCode: errorCode, now: now)
         return state.withLock { state in
-            guard var record = state.deliveries[jobID]?.record, record.type == .sms else { return .unknown }
+            guard var delivery = state.deliveries[jobID], delivery.record.type == .sms else { return .unknown }
+            var record = delivery.record
             guard ReceiptResult.receivable.contains(record.status) else {
                 guard ReceiptResult.final.contains(record.status) else { return .notSent(record.status) }
                 if record.status == status { return .repeated(status) }
@@ -543,12 +546,22 @@ public final class MemoryStore: HeraldStoreProtocol {
                     SQLStore.lateReceipt(status, final: record.status, errorCode: errorCode, now: now))
                 return .late(final: record.status)
             }
+            record.updatedAt = now.keptToMilliseconds
+            if status == .delivered, let segment,
+                let progress = SQLStore.segmentProgress(delivery.receiptSegments, adding: segment, of: record.segments.map(Int64.init))
+            {
+                delivery.receiptSegments = progress.list
+                record.storedEvents += MessageEvent.parse(SQLStore.segmentEvent(progress.delivered, of: progress.total, now: now))
+                delivery.record = record
+                state.deliveries[jobID] = delivery
+                return .partial(delivered: progress.delivered, of: progress.total)
+            }
             record.status = status
             record.lastError = reason
-            record.updatedAt = now.keptToMilliseconds
             record.providerMessageID = record.providerMessageID ?? providerMessageID
             record.storedEvents += MessageEvent.parse(line)
-            state.deliveries[jobID]?.record = record
+            delivery.record = record
+            state.deliveries[jobID] = delivery
             return .applied(destination: record.destination)
         }
     }

@@ -244,6 +244,11 @@ public enum Migrations {
           updated_at_ms INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 16: the segments of a long SMS whose receipts said delivered, comma-separated, at providers
+        // that report each segment apart (`applyReceipt(segment:)`).
+        """
+        ALTER TABLE deliveries ADD COLUMN receipt_segments TEXT;
+        """,
     ]
 
     /// PostgreSQL's form of a step where it is not the derived DDL, by version. Each is one statement,

@@ -83,37 +83,66 @@ extension SQLStore {
         SELECT job_id FROM deliveries WHERE created_at_ms < ?1 AND updated_at_ms < ?1 ORDER BY created_at_ms LIMIT ?2
         """
 
-    public func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws
-        -> ReceiptResult
-    {
+    public func applyReceipt(
+        jobID: UUID, status: DeliveryStatus, segment: String?, providerMessageID: String?, errorCode: String?, now: Date
+    ) async throws -> ReceiptResult {
         let id = jobID.lowercasedText
-        let (status, reason, event) = Self.receipt(delivered: delivered, errorCode: errorCode, now: now)
-        let receivable = Self.statusIsOneOf(ReceiptResult.receivable)
+        let (status, reason, event) = Self.receipt(status, errorCode: errorCode, now: now)
         return try await run { db in
-            // Read back by key rather than `RETURNING destination`, as a claim is (`claimDelivery`).
-            _ = try db.query(
-                """
-                UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, provider_message_id = COALESCE(provider_message_id, ?),
-                  events = COALESCE(events, '') || ?
-                WHERE job_id = ? AND type = 'sms' AND \(receivable)
-                """,
-                [
-                    .text(status.rawValue), Self.optional(reason), .integer(now.millisecondsSince1970), Self.optional(providerMessageID),
-                    .text(event), .text(id),
-                ])
-            let updated = db.changes == 1
-            guard let row = try db.query("SELECT status, destination FROM deliveries WHERE job_id = ? AND type = 'sms'", [.text(id)]).first,
-                let stored = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
-            else { return .unknown }
-            if updated, let destination = row[1].string { return .applied(destination: destination) }
-            guard ReceiptResult.final.contains(stored) else { return .notSent(stored) }
-            if stored == status { return .repeated(stored) }
-            // The status guard keeps a concurrent receipt's final status, which this line then describes.
-            try db.query(
-                "UPDATE deliveries SET events = COALESCE(events, '') || ? WHERE job_id = ? AND status = ?",
-                [.text(Self.lateReceipt(status, final: stored, errorCode: errorCode, now: now)), .text(id), .text(stored.rawValue)])
-            return .late(final: stored)
+            try db.transaction {
+                // Locked for the read: two segments' receipts at once must both be counted.
+                let lock = db.dialect == .postgres ? " FOR UPDATE" : ""
+                guard
+                    let row = try db.query(
+                        "SELECT status, destination, segments, receipt_segments FROM deliveries WHERE job_id = ? AND type = 'sms'\(lock)", [.text(id)]
+                    ).first, let stored = row[0].string.flatMap(DeliveryStatus.init(rawValue:))
+                else { return .unknown }
+                guard ReceiptResult.receivable.contains(stored) else {
+                    guard ReceiptResult.final.contains(stored) else { return .notSent(stored) }
+                    if stored == status { return .repeated(stored) }
+                    try db.query(
+                        "UPDATE deliveries SET events = COALESCE(events, '') || ? WHERE job_id = ?",
+                        [.text(Self.lateReceipt(status, final: stored, errorCode: errorCode, now: now)), .text(id)])
+                    return .late(final: stored)
+                }
+                if status == .delivered, let segment, let progress = Self.segmentProgress(row[3].string, adding: segment, of: row[2].int) {
+                    try db.query(
+                        "UPDATE deliveries SET receipt_segments = ?, updated_at_ms = ?, events = COALESCE(events, '') || ? WHERE job_id = ?",
+                        [
+                            .text(progress.list), .integer(now.millisecondsSince1970),
+                            .text(Self.segmentEvent(progress.delivered, of: progress.total, now: now)), .text(id),
+                        ])
+                    return .partial(delivered: progress.delivered, of: progress.total)
+                }
+                try db.query(
+                    """
+                    UPDATE deliveries SET status = ?, reason = ?, updated_at_ms = ?, provider_message_id = COALESCE(provider_message_id, ?),
+                      events = COALESCE(events, '') || ?
+                    WHERE job_id = ?
+                    """,
+                    [
+                        .text(status.rawValue), Self.optional(reason), .integer(now.millisecondsSince1970), Self.optional(providerMessageID),
+                        .text(event), .text(id),
+                    ])
+                return .applied(destination: row[1].string ?? "")
+            }
         }
+    }
+
+    /// After a delivered segment's receipt: the segments delivered so far with this one, unless that
+    /// makes all of them (nil: the message is delivered). `recorded` is the worker's segment count (a
+    /// receipt that arrives before it counts the message as one segment).
+    static func segmentProgress(_ stored: String?, adding segment: String, of recorded: Int64?) -> (list: String, delivered: Int, total: Int)? {
+        let total = Int(recorded ?? 1)
+        var seen = stored.map { $0.split(separator: ",").map(String.init) } ?? []
+        let clean = String(segment.prefix(64)).replacingOccurrences(of: ",", with: "_")
+        if seen.contains(clean) == false { seen.append(clean) }
+        guard seen.count < total else { return nil }
+        return (seen.joined(separator: ","), seen.count, total)
+    }
+
+    static func segmentEvent(_ delivered: Int, of total: Int, now: Date) -> String {
+        MessageEvent(status: .sent, at: now, detail: "receipt from the provider: segment \(delivered) of \(total) delivered").storedLine
     }
 
     public func keepUncertainJob(jobID: UUID, body: Data) async throws {
@@ -158,11 +187,21 @@ extension SQLStore {
     }
 
     /// A receipt's status, reason and event line (the same in every store).
-    static func receipt(delivered: Bool, errorCode: String?, now: Date) -> (DeliveryStatus, String?, String) {
+    /// `status` as a receipt may give it (`delivered`, `undelivered`, or `failed` for a fraud block),
+    /// its reason and its event line.
+    static func receipt(_ status: DeliveryStatus, errorCode: String?, now: Date) -> (DeliveryStatus, String?, String) {
         let code = errorCode.map { String($0.prefix(64)) }
-        let reason = delivered ? nil : "provider error " + (code ?? "unknown")
-        let detail = "receipt from the provider" + (code.map { " (error \($0))" } ?? "")
-        let status: DeliveryStatus = delivered ? .delivered : .undelivered
+        let status: DeliveryStatus = status == .failed ? .failed : status == .delivered ? .delivered : .undelivered
+        let reason: String? =
+            switch status {
+            case .delivered: nil
+            case .failed: "blocked by the provider's fraud defence (error \(code ?? "unknown"))"
+            default: "provider error " + (code ?? "unknown")
+            }
+        let detail =
+            status == .failed
+            ? "receipt from the provider: fraud block (error \(code ?? "unknown")); not sent elsewhere"
+            : "receipt from the provider" + (code.map { " (error \($0))" } ?? "")
         return (status, reason, MessageEvent(status: MessageStatus(status), at: now, detail: detail).storedLine)
     }
 

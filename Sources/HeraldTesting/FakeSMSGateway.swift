@@ -11,6 +11,8 @@ public final class FakeSMSGateway: Sendable {
     /// One request as received.
     public struct Received: Sendable {
         public var arrivedAt: Date
+        /// The request target: path and query.
+        public var uri: String = "/sms"
         /// As received; `headers` builds the lookup only when a test asks.
         let rawHeaders: HTTPHeaders
         public var body: Data
@@ -53,6 +55,8 @@ public final class FakeSMSGateway: Sendable {
         var maxInFlight = 0
         /// While true, requests wait before answering (`hold()` / `release()`).
         var held = false
+        /// Answers in place of the script (a provider's own wire format, `FakeSMSProvider`); nil: the script.
+        var responder: (@Sendable (Received) -> Reply)?
     }
 
     final class StateBox: Sendable {
@@ -114,6 +118,9 @@ public final class FakeSMSGateway: Sendable {
 
     public func release() { stateBox.state.withLock { $0.held = false } }
 
+    /// Every request to any path is answered by `responder` (the script is not used).
+    public func respond(with responder: @escaping @Sendable (Received) -> Reply) { stateBox.state.withLock { $0.responder = responder } }
+
     /// Requests received so far (cheaper than `received.count` while a benchmark polls).
     public var receivedCount: Int { stateBox.state.withLock { $0.received.count } }
 
@@ -150,28 +157,32 @@ private final class GatewayHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             self.head = nil
-            guard head.method == .POST, head.uri.prefix(while: { $0 != "?" }) == "/sms" else {
+            let custom = box.state.withLock { $0.responder != nil }
+            guard custom || (head.method == .POST && head.uri.prefix(while: { $0 != "?" }) == "/sms") else {
                 return Self.write(FakeSMSGateway.Reply(status: 404, body: ""), keepAlive: head.isKeepAlive, to: context.channel)
             }
             guard tooLarge == false else {
                 return Self.write(FakeSMSGateway.Reply(status: 413, body: ""), keepAlive: false, to: context.channel)
             }
-            let received = FakeSMSGateway.Received(arrivedAt: Date(), rawHeaders: head.headers, body: Data(body.readableBytesView))
-            let reply = box.state.withLock { state -> FakeSMSGateway.Reply in
+            let received = FakeSMSGateway.Received(arrivedAt: Date(), uri: head.uri, rawHeaders: head.headers, body: Data(body.readableBytesView))
+            let (reply, responder) = box.state.withLock {
+                state -> (FakeSMSGateway.Reply, (@Sendable (FakeSMSGateway.Received) -> FakeSMSGateway.Reply)?) in
                 state.received.append(received)
                 state.inFlight += 1
                 state.maxInFlight = max(state.maxInFlight, state.inFlight)
-                return state.script.isEmpty ? state.fallback : state.script.removeFirst()
+                if let responder = state.responder { return (.ok, responder) }
+                return (state.script.isEmpty ? state.fallback : state.script.removeFirst(), nil)
             }
+            let answer = responder?(received) ?? reply
             let (channel, box, keepAlive) = (context.channel, box, head.isKeepAlive)
-            let answer: @Sendable () -> Void = {
+            let respond: @Sendable () -> Void = {
                 box.state.withLock { $0.inFlight -= 1 }
-                Self.write(reply, keepAlive: keepAlive, to: channel)
+                Self.write(answer, keepAlive: keepAlive, to: channel)
             }
-            if reply.delay > .zero {
-                context.eventLoop.scheduleTask(in: TimeAmount(reply.delay)) { Self.whenReleased(box, on: channel.eventLoop, answer) }
+            if answer.delay > .zero {
+                context.eventLoop.scheduleTask(in: TimeAmount(answer.delay)) { Self.whenReleased(box, on: channel.eventLoop, respond) }
             } else {
-                Self.whenReleased(box, on: context.eventLoop, answer)
+                Self.whenReleased(box, on: context.eventLoop, respond)
             }
         }
     }

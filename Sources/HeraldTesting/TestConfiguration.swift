@@ -52,6 +52,9 @@ public struct TestConfiguration: Sendable {
     /// `sms.http.callbackSecret` (base64) and `messageIdPath`; receipts are signed with `callbackSecret`.
     public var callbackSecret: String? = nil
     public var messageIdPath: String? = nil
+    /// More of the `sms` section, as YAML lines at its level (`providers:`, `routes: {…}`,
+    /// `callbackBaseUrl: …`); with `providers`, `sms.provider` and `sms.http` are not read.
+    public var smsExtra: [String] = []
     /// `sms.prices` as YAML flow, e.g. `{US: {perSegment: 0.0079, currency: USD}}`.
     public var smsPrices = "{}"
     /// The `integrations` section (YAML flow), e.g. `{producers: [{id: crm, key: "…", projects: [test-project], types: [sms]}]}`.
@@ -168,7 +171,7 @@ public struct TestConfiguration: Sendable {
               perNumberSpacing: \(perNumberSpacing)
               prices: \(smsPrices)
               templateDir: "\(Self.templateDir)"
-              http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}, callbackSecret: \(callbackSecret.map { "\"\($0)\"" } ?? "null"), messageIdPath: \(messageIdPath.map { "\"\($0)\"" } ?? "null")}
+              http: {url: "\(gatewayURL)", timeout: \(gatewayTimeout), rate: "\(providerRate)", headers: {Authorization: "Bearer gateway-token"}, callbackSecret: \(callbackSecret.map { "\"\($0)\"" } ?? "null"), messageIdPath: \(messageIdPath.map { "\"\($0)\"" } ?? "null")}\(smsExtra.map { "\n  " + $0 }.joined())
             email:
               provider: \(emailProvider)
               from: "\(emailFrom)"

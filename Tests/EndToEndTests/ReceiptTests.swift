@@ -123,12 +123,12 @@ struct ReceiptTests {
             let metrics = try await HeraldClient(port: stack.settings.apiMetricsPort).get("/metrics")
             let text = String(decoding: metrics.body, as: UTF8.self)
             #expect(
-                text.contains(#"herald_sms_receipts_total{status="delivered",country="US"} 1"#),
+                text.contains(#"herald_sms_receipts_total{provider="http",status="delivered",country="US"} 1"#),
                 "\(text.split(separator: "\n").filter { $0.contains("receipts") })")
-            #expect(text.contains(#"herald_sms_receipts_total{status="repeated",country=""} 1"#))
-            #expect(text.contains(#"herald_sms_receipts_total{status="late",country=""} 1"#))
-            #expect(text.contains(#"herald_sms_receipts_total{status="undelivered",country="US"} 1"#))
-            #expect(text.contains(#"herald_sms_receipts_total{status="unknown",country=""} 1"#))
+            #expect(text.contains(#"herald_sms_receipts_total{provider="http",status="repeated",country=""} 1"#))
+            #expect(text.contains(#"herald_sms_receipts_total{provider="http",status="late",country=""} 1"#))
+            #expect(text.contains(#"herald_sms_receipts_total{provider="http",status="undelivered",country="US"} 1"#))
+            #expect(text.contains(#"herald_sms_receipts_total{provider="http",status="unknown",country=""} 1"#))
         }
     }
 }

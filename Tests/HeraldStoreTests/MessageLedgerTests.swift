@@ -456,6 +456,55 @@ extension MessageLedgerTests {
             #expect(try await store.uncertainJob(jobID: other) == nil)
         }
     }
+
+    @Test(
+        "per-segment receipts: delivered once every recorded segment is, undelivered at the first that is not; a fraud block marks it failed",
+        arguments: StoreKind.allCases)
+    func segmentReceipts(_ kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { _, store in
+            func sent(segments text: String) async throws -> UUID {
+                let job = UUID()
+                try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+447700900123", now: Self.base)
+                _ = try await store.claimDelivery(
+                    jobID: job, projectID: "p", type: .sms, destination: "+447700900123", owner: "w1", now: Self.base, reclaimInDoubt: false)
+                try await store.recordDelivery(
+                    jobID: job, status: .sent, reason: nil, segments: SMSSegments(text), providerMessageID: "seg-a", detail: nil, now: Self.base)
+                return job
+            }
+            let long = String(repeating: "x", count: 400)
+            #expect(SMSSegments(long).segments == 3)
+            let job = try await sent(segments: long)
+            func receipt(_ status: DeliveryStatus, _ segment: String, code: String? = nil) async throws -> ReceiptResult {
+                try await store.applyReceipt(
+                    jobID: job, status: status, segment: segment, providerMessageID: segment, errorCode: code, now: Self.base)
+            }
+            #expect(try await receipt(.delivered, "seg-a") == .partial(delivered: 1, of: 3))
+            #expect(try await receipt(.delivered, "seg-a") == .partial(delivered: 1, of: 3), "the same segment again counts once")
+            #expect(try await receipt(.delivered, "seg-b") == .partial(delivered: 2, of: 3))
+            #expect(try await store.message(id: job)?.status == .sent)
+            #expect(try await receipt(.delivered, "seg-c") == .applied(destination: "+447700900123"))
+            #expect(try await store.message(id: job)?.status == .delivered)
+
+            let other = try await sent(segments: long)
+            #expect(
+                try await store.applyReceipt(jobID: other, status: .delivered, segment: "s1", providerMessageID: nil, errorCode: nil, now: Self.base)
+                    == .partial(delivered: 1, of: 3))
+            #expect(
+                try await store.applyReceipt(
+                    jobID: other, status: .undelivered, segment: "s2", providerMessageID: nil, errorCode: "7", now: Self.base)
+                    == .applied(destination: "+447700900123"))
+            #expect(try await store.message(id: other)?.status == .undelivered)
+
+            let blocked = try await sent(segments: "Your code is 123456")
+            #expect(
+                try await store.applyReceipt(
+                    jobID: blocked, status: .failed, segment: nil, providerMessageID: nil, errorCode: "30450", now: Self.base)
+                    == .applied(destination: "+447700900123"))
+            let record = try #require(try await store.message(id: blocked))
+            #expect(record.status == .failed && record.lastError == "blocked by the provider's fraud defence (error 30450)")
+            #expect(record.events.last?.detail == "receipt from the provider: fraud block (error 30450); not sent elsewhere")
+        }
+    }
 }
 
 /// The claim's event line is written by the UPDATE around the attempt number only it knows.

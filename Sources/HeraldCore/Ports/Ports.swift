@@ -367,7 +367,14 @@ public protocol MessageLedger: Sendable {
     /// none yet. The first final status stays: a later receipt that says otherwise is only an event
     /// (`.late`), and one that says the same changes nothing (`.repeated`), so neither a provider's
     /// retries nor a replayed receipt can rewrite what an operator or a bill was told.
-    func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws -> ReceiptResult
+    ///
+    /// `status` is `delivered`, `undelivered`, or `failed` (a fraud block the provider reports after
+    /// accepting the message). `segment` names the segment a receipt is for, at providers that report
+    /// each segment of a long SMS apart (Vonage): the message is delivered once every segment the worker
+    /// recorded has been, and undelivered at the first that is not.
+    func applyReceipt(
+        jobID: UUID, status: DeliveryStatus, segment: String?, providerMessageID: String?, errorCode: String?, now: Date
+    ) async throws -> ReceiptResult
     /// The kept job of an `uncertain` message (nil when it is not uncertain or nothing was kept).
     func uncertainJob(jobID: UUID) async throws -> Data?
     /// An operator's decision on an `uncertain` message, taken once: `sent` (the provider confirms it
@@ -379,6 +386,15 @@ public protocol MessageLedger: Sendable {
 /// What an operator decided about a message in doubt.
 public enum UncertainResolution: String, Sendable {
     case sent, resend
+}
+
+extension MessageLedger {
+    /// A receipt for the whole message (the generic gateway's).
+    public func applyReceipt(jobID: UUID, delivered: Bool, providerMessageID: String?, errorCode: String?, now: Date) async throws -> ReceiptResult {
+        try await applyReceipt(
+            jobID: jobID, status: delivered ? .delivered : .undelivered, segment: nil, providerMessageID: providerMessageID, errorCode: errorCode,
+            now: now)
+    }
 }
 
 /// What a delivery receipt did.
@@ -394,6 +410,8 @@ public enum ReceiptResult: Sendable, Equatable {
     case notSent(DeliveryStatus)
     /// No such SMS job in the ledger (never issued, purged, or another type).
     case unknown
+    /// One more segment of a long SMS was delivered; the message waits for the rest.
+    case partial(delivered: Int, of: Int)
 
     /// Statuses a receipt may change.
     public static let receivable: [DeliveryStatus] = [.sending, .sent, .uncertain]
