@@ -173,4 +173,41 @@ struct SMSProviderTests {
             #expect(metrics.contains(#"herald_sms_provider_state{provider="twilio"} 0"#), "closed again")
         }
     }
+
+    @Test(
+        "herald-admin providers open drains a provider for two workers within a second, status shows it, close restores it",
+        arguments: TestStore.allCases)
+    func operatorHold(_ store: TestStore) async throws {
+        let primary = try await Self.twilio()
+        let secondary = try await Self.telnyx()
+        defer {
+            Task {
+                await primary.stop()
+                await secondary.stop()
+            }
+        }
+        try await StackHarness.run(store: store, configure: { Self.configure(&$0, [("twilio", primary), ("telnyx", secondary)]) }) { stack in
+            try await stack.startAPI()
+            try await stack.startWorker()
+            try await stack.startWorker()
+            _ = try await stack.sendCode(to: "+15555550131")
+            #expect(await eventually { primary.accepted.count == 1 })
+            #expect(try await stack.admin(["providers", "open", "twilio"]).contains("twilio: forced-open"))
+            try await Task.sleep(for: .seconds(1))
+            for index in 0..<20 { _ = try await stack.sendCode(to: "+155555502\(String(format: "%02d", index))") }
+            #expect(await eventually { secondary.accepted.count == 20 })
+            #expect(primary.receivedCount == 1, "neither worker sent to the drained provider")
+            let status = try await stack.admin(["providers", "status", "--no-header"])
+            #expect(status.contains("twilio\ttwilio\tforced-open\t"), "\(status)")
+            #expect(status.contains("telnyx\ttelnyx\tclosed\t-\t"), "\(status)")
+            let json = try await stack.admin(["providers", "status", "--json"])
+            #expect(json.contains(#""state":"forced-open""#), "\(json)")
+
+            #expect(try await stack.admin(["providers", "close", "twilio"]).contains("twilio: forced-closed"))
+            try await Task.sleep(for: .seconds(1))
+            for index in 0..<5 { _ = try await stack.sendCode(to: "+155555503\(String(format: "%02d", index))") }
+            #expect(await eventually { primary.accepted.count == 6 })
+            #expect(try await stack.adminExit(["providers", "open", "nobody"]).status != 0)
+        }
+    }
 }

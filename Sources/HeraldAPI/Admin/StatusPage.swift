@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldAMQP
+import HeraldChannels
 import HeraldCore
 import HeraldCurl
 import HeraldRuntime
@@ -160,6 +161,7 @@ struct StatusPage: Sendable {
         var sections: [String] = []
         sections.append(await queuesSection())
         sections.append(await housekeepingSection())
+        sections.append(await providersSection())
         sections.append(await messagesSection(to: parameter("to"), status: parameter("status")))
         sections.append(await deadLettersSection(caller: caller))
         sections.append(await blocksSection(caller: caller))
@@ -228,6 +230,30 @@ struct StatusPage: Sendable {
         } catch {
             return ["<tr><td>\(Self.h(queue))</td><td colspan=5>the management API did not answer (\(Self.h("\(error)")))</td></tr>"]
         }
+    }
+
+    /// Each SMS provider's breaker, as every sms worker shares it (`herald-admin providers status`).
+    func providersSection() async -> String {
+        let stored: [String: StoredBreaker]
+        do {
+            stored = try await store.breakers()
+        } catch {
+            return "<section id=\"providers\"><h2>SMS providers</h2><p class=problem>the store did not answer (\(Self.h("\(error)")))</p></section>"
+        }
+        let now = clock.now
+        let rows = configuration.sms.providers.map { provider -> String in
+            let breaker = stored[provider.name].map { CircuitBreaker(settings: provider.breaker, snapshot: $0.snapshot) }
+            let state = breaker?.state ?? .closed
+            let (calls, failures) = breaker?.windowCounts(now: now) ?? (0, 0)
+            let since = state.since.map(MessageView.timestamp) ?? "-"
+            return
+                "<tr><td>\(Self.h(provider.name))</td><td>\(provider.kind.rawValue)</td><td>\(state.label)</td><td>\(since)</td><td class=n>\(Int(calls.rounded()))</td><td class=n>\(Int(failures.rounded()))</td></tr>"
+        }
+        return """
+            <section id="providers"><h2>SMS providers</h2><p class=hint>Each provider's breaker, shared by every sms worker; \
+            herald-admin providers open|close|reset holds one by hand.</p>
+            <table><tr><th>Provider</th><th>Type</th><th>Breaker</th><th>Since</th><th>Calls</th><th>Failures</th></tr>\(rows.joined())</table></section>
+            """
     }
 
     /// Which herald-api purges the store (`HousekeepingTurn`).

@@ -252,6 +252,14 @@ public struct CircuitBreaker: Sendable, Equatable {
 }
 
 extension CircuitBreaker.State {
+    /// When it entered this state (nil: closed by its counts).
+    public var since: Date? {
+        switch self {
+        case .closed: nil
+        case .open(let since), .halfOpen(let since, _, _), .forcedOpen(let since), .forcedClosed(let since): since
+        }
+    }
+
     /// `closed`, `open`, `half-open`, `forced-open`, `forced-closed`.
     public var label: String {
         switch self {
