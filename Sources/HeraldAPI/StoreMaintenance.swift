@@ -60,7 +60,7 @@ struct StoreMaintenance: Service {
                 let scanned = Date()
                 conversion.take(try await store.conversion(since: conversion.scanStart(now: scanned)), now: scanned)
                 for entry in conversion.totals() {
-                    let dimensions = [("country", entry.region)]
+                    let dimensions = [("provider", entry.route.provider), ("country", entry.route.region)]
                     Gauge(label: "herald_sms_sent_last_hour", dimensions: dimensions).record(entry.sent)
                     Gauge(label: "herald_sms_verified_last_hour", dimensions: dimensions).record(entry.verified)
                     Gauge(label: "herald_sms_conversion_ratio", dimensions: dimensions)

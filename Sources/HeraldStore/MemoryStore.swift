@@ -741,17 +741,20 @@ public final class MemoryStore: HeraldStoreProtocol {
 
     public func conversion(since: Date) async throws -> [ConversionCount] {
         state.withLock { state in
-            var counts: [Int64: [String: ConversionCount]] = [:]
+            var counts: [Int64: [ConversionRoute: ConversionCount]] = [:]
             for session in state.sessions.values
             where session.createdAt >= since.keptToMilliseconds && session.jobID != nil && !session.region.isEmpty {
                 let minute = ConversionCount.minute(of: session.createdAt)
-                var count = counts[minute]?[session.region] ?? ConversionCount(minute: minute, region: session.region, sent: 0, verified: 0)
+                let provider = session.jobID.flatMap { state.deliveries[$0]?.record.provider } ?? ""
+                let route = ConversionRoute(region: session.region, provider: provider)
+                var count =
+                    counts[minute]?[route] ?? ConversionCount(minute: minute, region: session.region, provider: provider, sent: 0, verified: 0)
                 count.sent += 1
                 if state.verifiedSessions.contains(session.id) { count.verified += 1 }
                 count.longestLife = max(count.longestLife, session.expiresAt.millisecondsSince1970 - session.createdAt.millisecondsSince1970)
-                counts[minute, default: [:]][session.region] = count
+                counts[minute, default: [:]][route] = count
             }
-            return counts.values.flatMap(\.values).sorted { ($0.minute, $0.region) < ($1.minute, $1.region) }
+            return counts.values.flatMap(\.values).sorted { ($0.minute, $0.route) < ($1.minute, $1.route) }
         }
     }
 

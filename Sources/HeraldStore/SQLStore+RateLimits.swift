@@ -350,12 +350,13 @@ extension SQLStore {
 
     /// The conversion report's statement: the id floor of `since` (`?1`) and `since` in milliseconds
     /// (`?2`).
+    /// Each session's provider is its delivery's (a lookup by the ledger's key per session).
     static let conversionQuery = """
-        SELECT created_at_ms / 60000 AS minute, region, count(*), count(CASE WHEN verified = 1 THEN 1 END),
-          max(expires_at_ms - created_at_ms)
-        FROM verification_sessions
-        WHERE id >= ?1 AND created_at_ms >= ?2 AND job_id IS NOT NULL AND region <> ''
-        GROUP BY minute, region ORDER BY minute, region
+        SELECT s.created_at_ms / 60000 AS minute, s.region, COALESCE(d.provider, '') AS via, count(*),
+          count(CASE WHEN s.verified = 1 THEN 1 END), max(s.expires_at_ms - s.created_at_ms)
+        FROM verification_sessions s LEFT JOIN deliveries d ON d.job_id = s.job_id
+        WHERE s.id >= ?1 AND s.created_at_ms >= ?2 AND s.job_id IS NOT NULL AND s.region <> ''
+        GROUP BY minute, s.region, via ORDER BY minute, s.region, via
         """
 
     /// Sessions are found by the creation time their ids start with (`SessionToken.storageIDFloor`): a
@@ -366,8 +367,11 @@ extension SQLStore {
             try db.query(
                 Self.conversionQuery, [.text(SessionToken.storageIDFloor(createdAt: since)), .integer(since.millisecondsSince1970)]
             ).compactMap { row in
-                guard let minute = row[0].int, let region = row[1].string, let sent = row[2].int, let verified = row[3].int else { return nil }
-                return ConversionCount(minute: minute, region: region, sent: Int(sent), verified: Int(verified), longestLife: row[4].int ?? 0)
+                guard let minute = row[0].int, let region = row[1].string, let provider = row[2].string, let sent = row[3].int,
+                    let verified = row[4].int
+                else { return nil }
+                return ConversionCount(
+                    minute: minute, region: region, provider: provider, sent: Int(sent), verified: Int(verified), longestLife: row[5].int ?? 0)
             }
         }
     }

@@ -14,7 +14,7 @@ struct ConversionWindowTests {
     }
 
     func totals(_ window: ConversionWindow) -> [String] {
-        window.totals().map { "\($0.region) \($0.sent)/\($0.verified)" }
+        window.totals().map { "\($0.route.region) \($0.sent)/\($0.verified)" }
     }
 
     @Test("the first pass reads the whole hour from its first minute; later ones only the minutes that can still change")

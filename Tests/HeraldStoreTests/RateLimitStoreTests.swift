@@ -297,23 +297,35 @@ struct RateLimitStoreTests {
     }
 
     @Test(
-        "conversion per minute and region counts SMS sessions and verified ones, not test numbers, with their longest code life",
+        "conversion per minute, region and provider counts SMS sessions and verified ones, not test numbers, with their longest code life",
         arguments: StoreKind.allCases)
     func conversion(_ kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { _, store in
             // Half a minute into the current minute, so that 50 s back is the minute before.
             let minute = (Date().timeIntervalSince1970 / 60).rounded(.down)
             let now = Date(timeIntervalSince1970: minute * 60 + 30)
-            func session(_ region: String, sms: Bool, verified: Bool, created: TimeInterval = 0, ttl: TimeInterval = 300) async throws {
+            func session(
+                _ region: String, sms: Bool, verified: Bool, created: TimeInterval = 0, ttl: TimeInterval = 300, provider: String? = nil
+            ) async throws {
                 // Ids as sends make them: the report finds sessions by the time their ids start with.
                 let id = SessionToken.issue(at: now.addingTimeInterval(created)).storageID
+                let job = UUID()
                 try await store.insertSession(
                     VerificationSession(
                         id: id, projectID: "p", phoneNumber: "+1", region: region, codeHash: Data(), createdAt: now.addingTimeInterval(created),
-                        expiresAt: now.addingTimeInterval(created + ttl), maxAttempts: 5, jobID: sms ? UUID() : nil))
+                        expiresAt: now.addingTimeInterval(created + ttl), maxAttempts: 5, jobID: sms ? job : nil))
+                if let provider {
+                    // The worker's claim names the provider the SMS goes through.
+                    try await store.recordPending(jobID: job, projectID: "p", type: .sms, destination: "+1", now: now)
+                    _ = try await store.claimDelivery(
+                        jobID: job, projectID: "p", type: .sms, destination: "+1", owner: "w",
+                        description: DeliveryDescription(template: "verification", locale: "en", provider: provider, producer: nil), now: now,
+                        reclaimInDoubt: false)
+                }
                 if verified { _ = try await store.consumeSession(id: id, at: now) }
             }
-            try await session("US", sms: true, verified: true)
+            try await session("US", sms: true, verified: true, provider: "twilio")
+            try await session("US", sms: true, verified: true, provider: "vonage")
             try await session("US", sms: true, verified: false, ttl: 600)
             try await session("GB", sms: true, verified: false)
             try await session("US", sms: false, verified: true)
@@ -325,7 +337,9 @@ struct RateLimitStoreTests {
                 rows == [
                     ConversionCount(minute: Int64(minute) - 1, region: "FR", sent: 1, verified: 0, longestLife: 30_000),
                     ConversionCount(minute: Int64(minute), region: "GB", sent: 1, verified: 0, longestLife: 300_000),
-                    ConversionCount(minute: Int64(minute), region: "US", sent: 2, verified: 1, longestLife: 600_000),
+                    ConversionCount(minute: Int64(minute), region: "US", sent: 1, verified: 0, longestLife: 600_000),
+                    ConversionCount(minute: Int64(minute), region: "US", provider: "twilio", sent: 1, verified: 1, longestLife: 300_000),
+                    ConversionCount(minute: Int64(minute), region: "US", provider: "vonage", sent: 1, verified: 1, longestLife: 300_000),
                 ])
         }
     }

@@ -1,10 +1,13 @@
 import Foundation
 
-/// Codes sent by SMS and codes verified, for one region in one minute (by the sessions' creation).
+/// Codes sent by SMS and codes verified, for one region and provider in one minute (by the sessions'
+/// creation).
 public struct ConversionCount: Sendable, Equatable {
     /// Minutes since 1970 (`created_at_ms / 60,000`).
     public var minute: Int64
     public var region: String
+    /// The provider the code's SMS went through (its ledger row's; "" before a worker claimed it).
+    public var provider: String
     public var sent: Int
     public var verified: Int
     /// The longest code life (expiry less creation, ms) among those sessions: what the sessions
@@ -12,9 +15,14 @@ public struct ConversionCount: Sendable, Equatable {
     /// configuration says (`ConversionWindow`).
     public var longestLife: Int64
 
-    public init(minute: Int64, region: String, sent: Int, verified: Int, longestLife: Int64 = 0) {
-        (self.minute, self.region, self.sent, self.verified, self.longestLife) = (minute, region, sent, verified, longestLife)
+    public init(minute: Int64, region: String, provider: String = "", sent: Int, verified: Int, longestLife: Int64 = 0) {
+        (self.minute, self.region, self.provider, self.sent, self.verified, self.longestLife) = (
+            minute, region, provider, sent, verified, longestLife
+        )
     }
+
+    /// What the counts are kept and reported by.
+    public var route: ConversionRoute { ConversionRoute(region: region, provider: provider) }
 
     /// The minute `date` falls in, in minutes since 1970 (rounded down, as `created_at_ms / 60000`).
     public static func minute(of date: Date) -> Int64 {
@@ -22,7 +30,21 @@ public struct ConversionCount: Sendable, Equatable {
     }
 }
 
-/// The last hour's verified ÷ sent per region (the `herald_sms_conversion_*` gauges), kept by the
+/// A region and the provider that carried its codes: an operator sees a provider that reports
+/// delivery while nobody signs in.
+public struct ConversionRoute: Sendable, Hashable, Comparable {
+    public var region: String
+    public var provider: String
+
+    public init(region: String, provider: String) {
+        self.region = region
+        self.provider = provider
+    }
+
+    public static func < (lhs: ConversionRoute, rhs: ConversionRoute) -> Bool { (lhs.region, lhs.provider) < (rhs.region, rhs.provider) }
+}
+
+/// The last hour's verified ÷ sent per region and provider (the `herald_sms_conversion_*` gauges), kept by the
 /// minute, so that each pass reads again only the minutes whose sessions can still change. A session
 /// is verified before it expires or never, so a minute is final once the longest code life, plus
 /// `margin` for late commits and other hosts' clocks, has passed. Scanning the whole hour each minute
@@ -37,17 +59,17 @@ public struct ConversionWindow: Sendable {
     public let span: Duration
     /// The configured longest code life plus `margin`: the least a minute stays open.
     public let settle: Duration
-    private var minutes: [Int64: [String: (sent: Int, verified: Int)]] = [:]
+    private var minutes: [Int64: [ConversionRoute: (sent: Int, verified: Int)]] = [:]
     /// The longest code life (ms) among each kept minute's sessions.
     private var lives: [Int64: Int64] = [:]
     /// When the last scan taken began.
     private var lastScan: Date?
-    /// Regions with sessions in the hour, as of the last scan taken.
-    private var regions: Set<String> = []
-    /// Regions that had sessions in the hour before the last scan taken and have none now: reported
+    /// Routes with sessions in the hour, as of the last scan taken.
+    private var routes: Set<ConversionRoute> = []
+    /// Routes that had sessions in the hour before the last scan taken and have none now: reported
     /// once as zero, since a gauge keeps its last value and a country's last hour of pumping would
     /// otherwise hold the conversion alert until the process restarts.
-    private var vanished: Set<String> = []
+    private var vanished: Set<ConversionRoute> = []
 
     /// For late commits and other hosts' clocks, beyond a code's life.
     public static let margin: Duration = .seconds(60)
@@ -80,26 +102,26 @@ public struct ConversionWindow: Sendable {
         minutes = minutes.filter { $0.key >= first && $0.key < start }
         lives = lives.filter { $0.key >= first && $0.key < start }
         for row in rows where row.minute >= first {
-            minutes[row.minute, default: [:]][row.region, default: (0, 0)].sent += row.sent
-            minutes[row.minute, default: [:]][row.region, default: (0, 0)].verified += row.verified
+            minutes[row.minute, default: [:]][row.route, default: (0, 0)].sent += row.sent
+            minutes[row.minute, default: [:]][row.route, default: (0, 0)].verified += row.verified
             lives[row.minute] = max(lives[row.minute] ?? 0, row.longestLife)
         }
         lastScan = now
         let present = Set(minutes.values.flatMap(\.keys))
-        vanished = regions.subtracting(present)
-        regions = present
+        vanished = routes.subtracting(present)
+        routes = present
     }
 
-    /// Per region, sorted by region: sent and verified over the span's minutes; zero for a region
+    /// Per region and provider, sorted: sent and verified over the span's minutes; zero for a route
     /// whose last sessions left the hour with the last scan taken.
-    public func totals() -> [(region: String, sent: Int, verified: Int)] {
-        var regions: [String: (sent: Int, verified: Int)] = Dictionary(uniqueKeysWithValues: vanished.map { ($0, (0, 0)) })
+    public func totals() -> [(route: ConversionRoute, sent: Int, verified: Int)] {
+        var routes: [ConversionRoute: (sent: Int, verified: Int)] = Dictionary(uniqueKeysWithValues: vanished.map { ($0, (0, 0)) })
         for counts in minutes.values {
-            for (region, count) in counts {
-                regions[region, default: (0, 0)].sent += count.sent
-                regions[region, default: (0, 0)].verified += count.verified
+            for (route, count) in counts {
+                routes[route, default: (0, 0)].sent += count.sent
+                routes[route, default: (0, 0)].verified += count.verified
             }
         }
-        return regions.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sent, $0.value.verified) }
+        return routes.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sent, $0.value.verified) }
     }
 }
