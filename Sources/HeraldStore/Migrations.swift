@@ -235,7 +235,8 @@ public enum Migrations {
         CREATE INDEX admin_sessions_expiry ON admin_sessions (expires_at_ms);
         """,
         // 15: each SMS provider's circuit breaker (`BreakerStore`), shared by every sms worker; `state`
-        // is the breaker's snapshot as JSON, `version` what a writer must find to replace it.
+        // is the breaker's snapshot as JSON, `version` what a writer must find to replace it. Not copied
+        // between stores: the counts are of the last seconds, and an operator's hold is set again.
         """
         CREATE TABLE provider_breakers (
           provider TEXT PRIMARY KEY,
@@ -328,7 +329,6 @@ public enum Migrations {
     static let tables = [
         "users", "mfa_enrollments", "refresh_tokens", "verification_sessions", "oob_codes", "deliveries", "rate_limits",
         "prefix_velocity", "prefix_blocks", "app_receipts", "invalid_device_tokens", "federated_identities", "idp_credentials",
-        "provider_breakers",
     ]
 
     /// The schema version the database holds (0: empty).

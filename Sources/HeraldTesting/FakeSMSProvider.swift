@@ -43,6 +43,14 @@ public final class FakeSMSProvider: Sendable {
         public var clientRef: String?
         /// One id per segment (Vonage reports each).
         public var segmentIDs: [String]
+        /// When the provider took it.
+        public var acceptedAt = Date()
+
+        /// The Herald job it carries: Vonage's `client-ref`, else the `job` in its callback URL.
+        public var jobID: String? {
+            if let clientRef, clientRef.isEmpty == false { return clientRef }
+            return callbackURL.flatMap { URLComponents(string: $0)?.queryItems?.first { $0.name == "job" }?.value }
+        }
     }
 
     struct Rule {

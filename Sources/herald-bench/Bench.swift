@@ -17,6 +17,8 @@ struct Bench: ParsableArguments {
     @Option(help: "Seconds of load at concurrency 64.") var throughputSeconds = 10
     @Option(help: "Requests per second for the latency run.") var rate = 500
     @Option(help: "Seconds of the latency run.") var latencySeconds = 10
+    @Option(help: "Seconds of the failover run (at --rate sends/s).") var failoverSeconds = 20
+    @Option(help: "Seconds the failover run's primary answers 503, from the middle of the run.") var failoverOutage = 5
     @Option(help: "Pushes for the multiplexed APNs run (a fifth of it one at a time).") var pushCount = 5_000
     @Option(parsing: .upToNextOption, help: "Streams in flight for the multiplexed APNs runs.") var pushStreams: [Int] = [64]
     @Option(help: "Decisions per limiter run.") var decisions = 20_000

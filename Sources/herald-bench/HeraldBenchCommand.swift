@@ -12,17 +12,29 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         version: BuildInfo.versionLine,
         subcommands: [
             All.self, Performance.self, Spine.self, Limits.self, Store.self, Worker.self, Throttle.self, Push.self, Email.self, Profile.self,
-            Instructions.self, Pair.self, WorkerPair.self,
+            Instructions.self, Pair.self, WorkerPair.self, Providers.self,
         ],
         defaultSubcommand: All.self)
 
     struct All: Suite {
-        static let configuration = CommandConfiguration(abstract: "performance, then push and email.")
+        static let configuration = CommandConfiguration(abstract: "performance, then push, email and providers.")
         @OptionGroup var bench: Bench
         func measure() async throws {
             try await bench.performance()
             try await bench.pushThroughput()
             try await bench.emailThroughput()
+            try await bench.failover()
+            try await bench.adapterCost()
+        }
+    }
+
+    struct Providers: Suite {
+        static let configuration = CommandConfiguration(
+            abstract: "Failover at --rate sends/s with the primary failing in the middle; each adapter's worker CPU per job beside the gateway's.")
+        @OptionGroup var bench: Bench
+        func measure() async throws {
+            try await bench.failover()
+            try await bench.adapterCost()
         }
     }
 
