@@ -89,7 +89,9 @@ struct SMSProviderTests {
             #expect(try await fake.sendReceipt(for: message, .interim, url: signed) == 204)
             #expect(try await fake.sendReceipt(for: message, .delivered, url: signed) == 204)
             #expect(try await Self.status(stack, job) == "delivered")
-            #expect(try await fake.sendReceipt(for: message, .failed(code: "30003")) == 204, "late: answered, not applied")
+            #expect(try await fake.sendReceipt(for: message, .failed(code: "30003"), url: signed) == 204, "late: answered, not applied")
+            #expect(try await fake.sendReceipt(for: message, .interim, url: signed) == 204, "out of order: an interim status after the final one")
+            #expect(try await fake.sendReceipt(for: message, .delivered, url: signed) == 204, "a duplicate")
             #expect(try await Self.status(stack, job) == "delivered")
             if which == 1 {
                 // Vonage's unsigned path needs the token; JSON and GET receipts too.
@@ -202,6 +204,10 @@ struct SMSProviderTests {
             #expect(status.contains("telnyx\ttelnyx\tclosed\t-\t"), "\(status)")
             let json = try await stack.admin(["providers", "status", "--json"])
             #expect(json.contains(#""state":"forced-open""#), "\(json)")
+            let page = String(decoding: try await stack.client.get("/admin/", headers: TestConfiguration.adminHeader).body, as: UTF8.self)
+            #expect(
+                page.contains(#"<section id="providers">"#) && page.contains("<td>twilio</td><td>twilio</td><td>forced-open</td>"),
+                "\(page.prefix(0))")
 
             #expect(try await stack.admin(["providers", "close", "twilio"]).contains("twilio: forced-closed"))
             try await Task.sleep(for: .seconds(1))

@@ -64,12 +64,12 @@ public enum VonageSignature {
             let value = parameters[key]!.replacingOccurrences(of: "&", with: "_").replacingOccurrences(of: "=", with: "_")
             text += "&\(key)=\(value)"
         }
+        // Every signed request is signed here: SHA256Hex.hex, not String(format:) per byte.
         switch method {
         case .md5hash:
-            return Insecure.MD5.hash(data: Data((text + secret).utf8)).map { String(format: "%02x", $0) }.joined()
+            return SHA256Hex.hex(Array(Insecure.MD5.hash(data: Data((text + secret).utf8))))
         case .sha256:
-            return HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: Data(secret.utf8)))
-                .map { String(format: "%02x", $0) }.joined()
+            return SHA256Hex.hex(Array(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: Data(secret.utf8)))))
         }
     }
 
