@@ -3,12 +3,12 @@ import HeraldCore
 import Logging
 import Synchronization
 
-/// Hands a provider's rate (`sms.http.rate`, shared by every worker through the store) to this
-/// worker's jobs in the order they arrived, holding them in memory meanwhile.
+/// Hands a provider's rate (its `rate`, shared by every worker through the store) to this worker's
+/// jobs in the order they arrived, holding them in memory meanwhile.
 ///
-/// Before, each refused job was republished to a throttle queue and came back to be refused again:
-/// with a rate of 10/s, 200 jobs made about 6,000 republishes and arrived out of order. Now a job takes
-/// a ticket when its delivery arrives (delivery order) and waits for its turn; one pump leases slices
+/// Republishing each refused job to a throttle queue would bring it back to be refused again (with a
+/// rate of 10/s, 200 jobs would make thousands of republishes and arrive out of order). Instead a job
+/// takes a ticket when its delivery arrives (delivery order) and waits for its turn; one pump leases slices
 /// of the rate from the store (up to a tenth of a second's worth, or the burst, whichever is smaller)
 /// and gives them out ticket by ticket; under a steady load a lease also takes tokens for the jobs
 /// that arrive while it is out (`leaseWanted`), which take them without waiting. Jobs beyond

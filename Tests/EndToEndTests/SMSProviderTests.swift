@@ -50,12 +50,6 @@ struct SMSProviderTests {
         settings.retryDelays = ["200ms", "500ms", "1s", "2s"]
     }
 
-    /// The Herald job each accepted message carries (callback URL or client-ref).
-    static func jobID(of message: FakeSMSProvider.Message) -> String? {
-        if let ref = message.clientRef, ref.isEmpty == false { return ref }
-        return message.callbackURL.flatMap { URLComponents(string: $0)?.queryItems?.first { $0.name == "job" }?.value }
-    }
-
     static func status(_ stack: StackHarness, _ job: String) async throws -> String? {
         try await stack.client.get("/admin/v1/messages/\(job)", headers: TestConfiguration.adminHeader).json["status"] as? String
     }
@@ -73,7 +67,7 @@ struct SMSProviderTests {
             _ = try await stack.sendCode(to: "+15555550111")
             #expect(await eventually { fake.accepted.count == 1 })
             let message = try #require(fake.accepted.first)
-            let job = try #require(Self.jobID(of: message))
+            let job = try #require(message.jobID)
             #expect(message.text.contains(" is your verification code") || message.text.isEmpty == false)
             #expect(await eventually { (try? await Self.status(stack, job)) == "sent" })
             let record = try await stack.client.get("/admin/v1/messages/\(job)", headers: TestConfiguration.adminHeader).json
@@ -131,7 +125,7 @@ struct SMSProviderTests {
             _ = try await stack.sendCode(to: "+15555550123")
             #expect(await eventually { secondary.accepted.count == 1 })
             #expect(secondary.accepted.first?.to == "+15555550123")
-            let job = try #require(secondary.accepted.first.flatMap(Self.jobID))
+            let job = try #require(secondary.accepted.first.flatMap(\.jobID))
             let events = try await stack.client.get("/admin/v1/messages/\(job)", headers: TestConfiguration.adminHeader).json["events"]
             #expect("\(events ?? "")".contains("attempt 1 twilio 20003, next vonage"), "\(events ?? "")")
         }
@@ -165,7 +159,7 @@ struct SMSProviderTests {
             #expect(accepted == sends)
             #expect(await eventually(timeout: .seconds(60)) { primary.accepted.count + secondary.accepted.count == sends })
             try await Task.sleep(for: .seconds(1))
-            let jobs = (primary.accepted + secondary.accepted).compactMap(Self.jobID)
+            let jobs = (primary.accepted + secondary.accepted).compactMap(\.jobID)
             #expect(jobs.count == sends && Set(jobs).count == sends, "each send at exactly one provider, once")
             let failed = primary.receivedCount - primary.accepted.count
             #expect(failed >= 5 && failed < 60, "the breaker opened after a handful of 503s, not after every send: \(failed)")

@@ -18,17 +18,7 @@ struct ConfigurationTests {
           templateDir: "\(TestConfiguration.templateDir)"
         """
 
-    func problem(_ yaml: String, environment: [String: String] = [:]) -> ConfigError? {
-        do {
-            _ = try ConfigurationLoader.parse(yaml: yaml, environment: environment)
-            return nil
-        } catch let error as ConfigError {
-            return error
-        } catch {
-            Issue.record("unexpected error \(error)")
-            return nil
-        }
-    }
+    func problem(_ yaml: String, environment: [String: String] = [:]) -> ConfigError? { configProblem(yaml, environment: environment) }
 
     @Test("the shipped config/herald.yaml is valid and says what the architecture promises")
     func shippedFile() throws {

@@ -49,17 +49,7 @@ struct SMSProvidersConfigurationTests {
           default: [twilio]
         """
 
-    func problem(_ yaml: String, environment: [String: String] = [:]) -> ConfigError? {
-        do {
-            _ = try ConfigurationLoader.parse(yaml: yaml, environment: environment)
-            return nil
-        } catch let error as ConfigError {
-            return error
-        } catch {
-            Issue.record("unexpected error \(error)")
-            return nil
-        }
-    }
+    func problem(_ yaml: String, environment: [String: String] = [:]) -> ConfigError? { configProblem(yaml, environment: environment) }
 
     @Test("a Twilio primary and a Vonage fallback for the UK read as written; sms.http is not required")
     func twilioAndVonage() throws {

@@ -146,14 +146,7 @@ struct ProviderReceipt: Equatable {
 
     /// Form fields in order, decoded (`+` is a space), repeated names kept.
     static func formPairs(_ body: Data) -> [(name: String, value: String)] {
-        String(decoding: body, as: UTF8.self).split(separator: "&").compactMap { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
-                let spaced = $0.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            guard let name = parts.first, name.isEmpty == false else { return nil }
-            return (name, parts.count > 1 ? parts[1] : "")
-        }
+        FormEncoding.pairs(String(decoding: body, as: UTF8.self))
     }
 
     static func queryValue(_ query: String?, _ name: String) -> String? {

@@ -7,6 +7,21 @@ import HeraldCurl
 enum ProviderTransport {
     static let knownErrorCodes = ["unreachable", "no_answer", "misconfigured", "transport"]
 
+    /// One request to a provider and its answer as `report` reads it; nil `request` (no sender for the
+    /// destination's region at the provider `name`) is a provider failure, so another provider may
+    /// take the message.
+    static func send(
+        _ request: CurlHTTPRequest?, with client: CurlClient, provider: String, name: String, region: String,
+        _ report: (CurlHTTPResponse) -> DeliveryReport
+    ) async -> DeliveryReport {
+        guard let request else { return DeliveryReport(.providerFailure(reason: "no sender for region \(region) at \(name)", code: "no_sender")) }
+        do {
+            return report(try await client.perform(request))
+        } catch {
+            return DeliveryReport(outcome(of: error, provider: provider))
+        }
+    }
+
     /// `provider` names it in the reason (`Twilio`, `gateway`).
     static func outcome(of error: CurlError, provider: String) -> DeliveryOutcome {
         switch error.kind {

@@ -21,14 +21,8 @@ public struct TelnyxChannel: SMSChannel {
     }
 
     public func deliver(_ message: OutgoingSMS) async -> DeliveryReport {
-        guard let request = request(for: message) else {
-            return DeliveryReport(.providerFailure(reason: "no sender for region \(message.region) at \(name)", code: "no_sender"))
-        }
-        do {
-            let response = try await client.perform(request)
-            return Self.report(status: response.status, retryAfter: response.retryAfter, body: response.body, sent: message)
-        } catch {
-            return DeliveryReport(ProviderTransport.outcome(of: error, provider: "Telnyx"))
+        await ProviderTransport.send(request(for: message), with: client, provider: "Telnyx", name: name, region: message.region) {
+            Self.report(status: $0.status, retryAfter: $0.retryAfter, body: $0.body, sent: message)
         }
     }
 

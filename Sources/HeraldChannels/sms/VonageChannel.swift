@@ -30,14 +30,8 @@ public struct VonageChannel: SMSChannel {
     static let shortestTTL = 20_000
 
     public func deliver(_ message: OutgoingSMS) async -> DeliveryReport {
-        guard let request = request(for: message) else {
-            return DeliveryReport(.providerFailure(reason: "no sender for region \(message.region) at \(name)", code: "no_sender"))
-        }
-        do {
-            let response = try await client.perform(request)
-            return Self.report(status: response.status, retryAfter: response.retryAfter, body: response.body, sent: message)
-        } catch {
-            return DeliveryReport(ProviderTransport.outcome(of: error, provider: "Vonage"))
+        await ProviderTransport.send(request(for: message), with: client, provider: "Vonage", name: name, region: message.region) {
+            Self.report(status: $0.status, retryAfter: $0.retryAfter, body: $0.body, sent: message)
         }
     }
 

@@ -11,14 +11,20 @@ public enum FormEncoding {
     /// The fields of a form (`+` is a space; the last of repeated names wins; names never empty).
     public static func decode(_ text: some StringProtocol) -> [String: String] {
         var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
+        for (name, value) in pairs(text) { fields[name] = value }
+        return fields
+    }
+
+    /// Every field of a form in order, repeated names kept (a signature over all of them needs each).
+    public static func pairs(_ text: some StringProtocol) -> [(name: String, value: String)] {
+        text.split(separator: "&").compactMap { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
                 let spaced = $0.replacingOccurrences(of: "+", with: " ")
                 return spaced.removingPercentEncoding ?? spaced
             }
-            if let name = parts.first, name.isEmpty == false { fields[name] = parts.count > 1 ? parts[1] : "" }
+            guard let name = parts.first, name.isEmpty == false else { return nil }
+            return (name, parts.count > 1 ? parts[1] : "")
         }
-        return fields
     }
 
     static let unreserved: CharacterSet = {
