@@ -198,7 +198,7 @@ public struct SMSJobHandler: JobHandler {
         case .failure(let reason): return DeliveryReport(.permanent(reason: reason.description))
         }
         var report = await channel.deliver(
-            OutgoingSMS(jobID: job.id, project: job.project, to: message.to, region: region(of: job), body: text, expiresAt: job.expiresAt, now: now))
+            OutgoingSMS(jobID: job.id, project: job.project, to: message.to, body: text, expiresAt: job.expiresAt, now: now))
         report.segments = SMSSegments(text)
         return report
     }

@@ -138,6 +138,9 @@ public struct SMSProviderSettings: Sendable {
         /// The sender for a destination in `region`, if any.
         public func sender(forRegion region: String) -> String? { byRegion[region] ?? fallback }
 
+        /// The sender for `message`, its region read only when senders differ by region.
+        public func sender(for message: OutgoingSMS) -> String? { byRegion.isEmpty ? fallback : sender(forRegion: message.region) }
+
         public var isEmpty: Bool { byRegion.isEmpty && fallback == nil }
 
         /// An E.164 number, or an alphanumeric sender ID (1–11 letters, digits or spaces, at least one

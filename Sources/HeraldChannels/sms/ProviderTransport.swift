@@ -11,10 +11,12 @@ enum ProviderTransport {
     /// destination's region at the provider `name`) is a provider failure, so another provider may
     /// take the message.
     static func send(
-        _ request: CurlHTTPRequest?, with client: CurlClient, provider: String, name: String, region: String,
+        _ request: CurlHTTPRequest?, with client: CurlClient, provider: String, name: String, message: OutgoingSMS,
         _ report: (CurlHTTPResponse) -> DeliveryReport
     ) async -> DeliveryReport {
-        guard let request else { return DeliveryReport(.providerFailure(reason: "no sender for region \(region) at \(name)", code: "no_sender")) }
+        guard let request else {
+            return DeliveryReport(.providerFailure(reason: "no sender for region \(message.region) at \(name)", code: "no_sender"))
+        }
         do {
             return report(try await client.perform(request))
         } catch {

@@ -21,14 +21,14 @@ public struct TelnyxChannel: SMSChannel {
     }
 
     public func deliver(_ message: OutgoingSMS) async -> DeliveryReport {
-        await ProviderTransport.send(request(for: message), with: client, provider: "Telnyx", name: name, region: message.region) {
+        await ProviderTransport.send(request(for: message), with: client, provider: "Telnyx", name: name, message: message) {
             Self.report(status: $0.status, retryAfter: $0.retryAfter, body: $0.body, sent: message)
         }
     }
 
     /// The request for `message` (nil: no sender for its region and no messaging profile).
     func request(for message: OutgoingSMS) -> CurlHTTPRequest? {
-        let from = provider.senders.sender(forRegion: message.region)
+        let from = provider.senders.sender(for: message)
         guard from != nil || account.messagingProfileId != nil else { return nil }
         // The job travels in the webhook URL, so a webhook that arrives before the send was recorded
         // still finds its job; Telnyx signs the body, which carries the URL.

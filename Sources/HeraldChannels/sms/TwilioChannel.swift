@@ -26,7 +26,7 @@ public struct TwilioChannel: SMSChannel {
     static let longestValidity = 14_400
 
     public func deliver(_ message: OutgoingSMS) async -> DeliveryReport {
-        await ProviderTransport.send(request(for: message), with: client, provider: "Twilio", name: name, region: message.region) {
+        await ProviderTransport.send(request(for: message), with: client, provider: "Twilio", name: name, message: message) {
             Self.report(status: $0.status, retryAfter: $0.retryAfter, body: $0.body, sent: message)
         }
     }
@@ -36,7 +36,7 @@ public struct TwilioChannel: SMSChannel {
         var fields: [(name: String, value: String)] = [("To", message.to)]
         if let service = account.messagingServiceSid {
             fields.append(("MessagingServiceSid", service))
-        } else if let from = provider.senders.sender(forRegion: message.region) {
+        } else if let from = provider.senders.sender(for: message) {
             fields.append(("From", from))
         } else {
             return nil

@@ -30,14 +30,14 @@ public struct VonageChannel: SMSChannel {
     static let shortestTTL = 20_000
 
     public func deliver(_ message: OutgoingSMS) async -> DeliveryReport {
-        await ProviderTransport.send(request(for: message), with: client, provider: "Vonage", name: name, region: message.region) {
+        await ProviderTransport.send(request(for: message), with: client, provider: "Vonage", name: name, message: message) {
             Self.report(status: $0.status, retryAfter: $0.retryAfter, body: $0.body, sent: message)
         }
     }
 
     /// The request's form fields for `message` (nil: no sender for its region).
     func fields(for message: OutgoingSMS) -> [String: String]? {
-        guard let from = provider.senders.sender(forRegion: message.region) else { return nil }
+        guard let from = provider.senders.sender(for: message) else { return nil }
         var fields = [
             "api_key": account.apiKey, "from": from, "to": String(message.to.drop { $0 == "+" }), "text": message.body,
             // GSM-7 text (é, ß and £ are in its alphabet) stays `text`: `unicode` would double the segments.

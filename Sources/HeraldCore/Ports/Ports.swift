@@ -37,19 +37,22 @@ public struct OutgoingSMS: Sendable, Equatable {
     public var project: String
     /// E.164.
     public var to: String
-    /// The destination's ISO region (`GB`; "" when unknown), which picks the sender.
-    public var region: String
+    /// The destination's ISO region (`GB`; "" when unknown), which picks the sender: read from `to`
+    /// when asked (most providers have one sender, and parsing a number is a visible share of a job).
+    public var region: String { regionGiven ?? (try? PhoneNumber(parsing: to))?.region ?? "" }
+    private var regionGiven: String?
     public var body: String
     public var expiresAt: Date
     /// When the provider is called: a code's remaining life (`expiresAt` − `now`) becomes the
     /// message's validity at providers that take one.
     public var now: Date
 
-    public init(jobID: UUID, project: String, to: String, region: String = "", body: String, expiresAt: Date, now: Date = Date()) {
+    /// `region`: when the caller knows it (nil: read from `to` when asked).
+    public init(jobID: UUID, project: String, to: String, region: String? = nil, body: String, expiresAt: Date, now: Date = Date()) {
         self.jobID = jobID
         self.project = project
         self.to = to
-        self.region = region
+        self.regionGiven = region
         self.body = body
         self.expiresAt = expiresAt
         self.now = now

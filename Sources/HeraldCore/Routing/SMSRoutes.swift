@@ -45,9 +45,11 @@ public struct SMSRoutes: Sendable, Equatable {
     }
 
     /// The chain for an E.164 `number` in `region` (empty when nothing matches and there is no default).
-    public func chain(for number: String, region: String) -> [String] {
+    /// `region` is only asked for when a region's route could apply (parsing a number costs).
+    public func chain(for number: String, region: @autoclosure () -> String) -> [String] {
         if let match = prefixes.first(where: { number.hasPrefix($0.prefix) }) { return match.chain }
-        return regions[region] ?? fallback
+        guard regions.isEmpty == false else { return fallback }
+        return regions[region()] ?? fallback
     }
 
     /// Every provider name the routes mention, once, in the order first seen (to check against
