@@ -25,6 +25,9 @@ final class ProviderRouter: Sendable {
     /// What a job may do now. A half-open provider is chosen only once the store admitted this job as
     /// one of its probes; when it did not, the choice is made again without it.
     func choose(chain: [String], attempts: [RouteChoice.Attempt], now: Date) async -> RouteChoice.Decision {
+        // One provider with neither breaker nor capacity (the single gateway, email, push): nothing to
+        // choose, and every job of such a worker passes here.
+        if chain.count == 1, breakers?.peek(chain[0], now: now) == nil, capacity[chain[0]] == nil { return .send(provider: chain[0]) }
         var probesRefused: Set<String> = []
         while true {
             var permissions: [String: CircuitBreaker.Permission] = [:]
