@@ -49,6 +49,7 @@ let package = Package(
         // C libraries from Debian, each with a header of static-inline shims for variadic calls.
         .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // herald-api's allocator: see Sources/herald-api/Allocator.swift.
         .systemLibrary(name: "CJemalloc", pkgConfig: "jemalloc", providers: [.apt(["libjemalloc-dev"])]),
@@ -119,7 +120,7 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore",
+                "CCrypt", "HeraldAMQP", "HeraldChannels", "HeraldCore", "HeraldCurl", "HeraldRuntime", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

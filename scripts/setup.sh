@@ -6,7 +6,7 @@
 #                             valgrind counts herald-api's instructions per send)
 set -euo pipefail
 
-packages=(rabbitmq-server librabbitmq-dev libcurl4-openssl-dev libsqlite3-dev libjemalloc-dev pkg-config curl python3)
+packages=(rabbitmq-server librabbitmq-dev libcurl4-openssl-dev libsqlite3-dev libjemalloc-dev libcrypt-dev pkg-config curl python3)
 # The suite runs every store test and the main end-to-end tests against PostgreSQL 15 too (scripts/postgres.sh),
 # and one test on three network namespaces (iproute2's ip netns; needs root, as CI has).
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then packages+=(postgresql-15 postgresql-client-15 iproute2); fi

@@ -11,7 +11,7 @@ services=(
   AMQPConnectionTests FailoverAndTLSTests
   # herald-api in process against a real broker.
   AppLinkTests AppVerificationTests AppleSignInTests CustomClaimsTests EmailLinkTests LimitsTests
-  PhoneAccountTests PhoneSignInTests RecaptchaFallbackTests SecurityTests 'HostileTextTests/locales'
+  AccountEmailTests PasswordAccountTests PhoneAccountTests PhoneSignInTests RecaptchaFallbackTests SecurityTests UserImportTests 'HostileTextTests/locales'
   # PostgreSQL only.
   LeaseDeadlinesTests PostgresBatchBenchScriptTests PostgresRoutinesTests PostgresSchemaTests StoreCopyTests
   'DurabilityTests/postgresSynchronousCommit' 'StoreHealthTests/heldByAnotherConnection'

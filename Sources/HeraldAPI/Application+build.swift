@@ -111,9 +111,19 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
         verifier: verifier, completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock,
         logger: logger)
     let refresh = TokenRefresh(store: dependencies.store, tokens: dependencies.tokens, clock: dependencies.clock)
+    let emails = ActionEmailQueue(
+        store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits, leases: leases,
+        clock: dependencies.clock, logger: logger)
+    let proof = AddressProof(store: dependencies.store, completion: completion, logger: logger)
+    let accountEmails = AccountEmails(
+        store: dependencies.store, emails: emails, signedIn: signedIn, completion: completion, proof: proof, limits: configuration.limits,
+        devMode: configuration.devMode, clock: dependencies.clock, logger: logger)
     let emailLink = EmailLinkSignIn(
-        store: dependencies.store, publisher: dependencies.publisher, keys: dependencies.keys, limits: configuration.limits,
-        leases: leases, completion: completion, signedIn: signedIn, devMode: configuration.devMode, clock: dependencies.clock, logger: logger)
+        store: dependencies.store, emails: emails, accountEmails: accountEmails, completion: completion, proof: proof, signedIn: signedIn,
+        devMode: configuration.devMode, clock: dependencies.clock, logger: logger)
+    let password = PasswordSignIn(
+        store: dependencies.store, completion: completion, signedIn: signedIn, limits: configuration.limits, clock: dependencies.clock,
+        logger: logger)
     let accounts = Accounts(
         store: dependencies.store, signedIn: signedIn, completion: completion, limits: configuration.limits, clock: dependencies.clock,
         logger: logger)
@@ -126,7 +136,8 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
         signedIn: signedIn, completion: completion, keys: dependencies.keys, clock: dependencies.clock, logger: logger)
     let identityToolkit = IdentityToolkitRoutes(
         resolver: ProjectResolver(configuration: configuration), trustedProxies: configuration.http.trustedProxies, phone: phone,
-        verifier: verifier, refresh: refresh, emailLink: emailLink, accounts: accounts, mfa: mfa, apple: apple,
+        verifier: verifier, refresh: refresh, emailLink: emailLink, accountEmails: accountEmails, password: password,
+        imports: UserImports(store: dependencies.store, clock: dependencies.clock, logger: logger), accounts: accounts, mfa: mfa, apple: apple,
         revocation: AppleTokenRevocation(
             store: dependencies.store, limits: configuration.limits, publisher: dependencies.publisher, signedIn: signedIn, keys: dependencies.keys,
             clock: dependencies.clock,

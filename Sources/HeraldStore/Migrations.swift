@@ -250,6 +250,13 @@ public enum Migrations {
         """
         ALTER TABLE deliveries ADD COLUMN receipt_segments TEXT;
         """,
+        // 17: account emails' codes: the user a code acts on (a recover-email code outlives the address
+        // it restores), the address an email change goes to, and whether the app finishes the action.
+        """
+        ALTER TABLE oob_codes ADD COLUMN local_id TEXT;
+        ALTER TABLE oob_codes ADD COLUMN new_email TEXT;
+        ALTER TABLE oob_codes ADD COLUMN in_app INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// PostgreSQL's form of a step where it is not the derived DDL, by version. Each is one statement,

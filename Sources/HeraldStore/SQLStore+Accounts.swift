@@ -312,17 +312,19 @@ extension SQLStore {
 
 /// Email action codes, and the devMode listings of open codes.
 extension SQLStore {
-    static let oobColumns = "code_hash, project_id, request_type, email, created_at_ms, expires_at_ms, consumed_at_ms, job_id, link_sealed"
+    static let oobColumns =
+        "code_hash, project_id, request_type, email, created_at_ms, expires_at_ms, consumed_at_ms, job_id, link_sealed, local_id, new_email, in_app"
 
     public func insertOobCode(_ record: OobRecord) async throws {
         try await run { db in
             try db.query(
-                "INSERT INTO oob_codes (\(Self.oobColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO oob_codes (\(Self.oobColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     .text(record.codeHash), .text(record.projectID), .text(record.requestType), .text(record.email),
                     .integer(record.createdAt.millisecondsSince1970), .integer(record.expiresAt.millisecondsSince1970),
                     record.consumedAt.map { .integer($0.millisecondsSince1970) } ?? .null,
                     record.jobID.map { .text($0.lowercasedText) } ?? .null, record.linkSealed.map(SQLValue.text) ?? .null,
+                    record.localID.map(SQLValue.text) ?? .null, record.newEmail.map(SQLValue.text) ?? .null, .integer(record.inApp ? 1 : 0),
                 ])
         }
     }
@@ -375,12 +377,13 @@ extension SQLStore {
     }
 
     static func oob(_ row: [SQLValue]) throws -> OobRecord {
-        guard row.count == 9, let hash = row[0].string, let project = row[1].string, let type = row[2].string, let email = row[3].string,
+        guard row.count == 12, let hash = row[0].string, let project = row[1].string, let type = row[2].string, let email = row[3].string,
             let created = row[4].int, let expires = row[5].int
         else { throw StoreError(.failed, "malformed oob_codes row") }
         return OobRecord(
             codeHash: hash, projectID: project, requestType: type, email: email, createdAt: Date(milliseconds: created),
             expiresAt: Date(milliseconds: expires), consumedAt: row[6].int.map(Date.init(milliseconds:)),
-            jobID: row[7].string.flatMap(UUID.init(parsing:)), linkSealed: row[8].string)
+            jobID: row[7].string.flatMap(UUID.init(parsing:)), linkSealed: row[8].string, localID: row[9].string, newEmail: row[10].string,
+            inApp: row[11].int == 1)
     }
 }

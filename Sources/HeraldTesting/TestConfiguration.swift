@@ -99,6 +99,9 @@ public struct TestConfiguration: Sendable {
     /// More keys for `email.smtp` (YAML flow entries: `requireTLS: true, caFile: "…", username: u, password: p`).
     public var smtpExtra = ""
     public var emailFrom = "Herald Test <no-reply@herald.test>"
+    /// `projects[].password` and `.passwordPolicy` of the test project (YAML flow mappings).
+    public var password = "{enabled: true, anonymous: true}"
+    public var passwordPolicy = "{}"
     public var privateRelayFrom: String? = nil
     public var emailRetryDelays = ["300ms", "1s", "2s"]
 
@@ -156,6 +159,8 @@ public struct TestConfiguration: Sendable {
                 androidApps: \(androidApps)
                 authorizedDomains: [\(authorizedDomains.joined(separator: ", "))]
                 emailLink: \(emailLink)
+                password: \(password)
+                passwordPolicy: \(passwordPolicy)
                 mfa: \(mfa)
                 apple: \(apple)
                 phone: {enabled: \(phoneEnabled), codeLength: 6, codeTTL: \(codeTTL), resendAfter: \(resendAfter), maxCheckAttempts: \(maxCheckAttempts), testNumbers: {\(numbers)}, regions: \(regions), originDomain: \(originDomain ?? "null"), androidAppHash: \(androidAppHash.map { "\"\($0)\"" } ?? "null")}

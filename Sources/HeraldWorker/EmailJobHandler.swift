@@ -68,7 +68,9 @@ public struct EmailJobHandler: JobHandler {
             return .failure(
                 RenderFailure(description: "params.linkSealed does not open with this codes.sealingKey (or was sealed for another job or address)"))
         }
-        let values = ["link": link, "app": email.params["app"] ?? job.project, "email": email.to]
+        var values = ["link": link, "app": email.params["app"] ?? job.project, "email": email.to]
+        // An email change names its other address: the old one to the new address, the new one to the old.
+        for name in ["oldEmail", "newEmail"] { values[name] = email.params[name] }
         let from = sender(for: email.to)
         return .success(
             MIMEMessage(

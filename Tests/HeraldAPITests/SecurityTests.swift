@@ -118,10 +118,10 @@ struct SecurityTests {
             #expect(try await Self.refresh(client, refreshToken).status == 200)
 
             // A password far too long is refused before any hashing; the per-user throttle then stops a third change.
-            let long = String(repeating: "x", count: 1025)
+            let long = String(repeating: "x", count: 4097)
             #expect(
                 try await client.post(Paths.v1 + "update", apiKey: Self.key, json: ["idToken": idToken, "password": long]).errorMessage
-                    == "INVALID_ARGUMENT : Password may be at most 1024 characters.")
+                    == "PASSWORD_DOES_NOT_MEET_REQUIREMENTS : Missing password requirements: [Password may contain at most 4096 bytes]")
             let second = try await client.post(Paths.v1 + "update", apiKey: Self.key, json: ["idToken": idToken, "password": "battery staple"])
             idToken = try #require(second.string("idToken"))
             let third = try await client.post(Paths.v1 + "update", apiKey: Self.key, json: ["idToken": idToken, "password": "staple battery"])

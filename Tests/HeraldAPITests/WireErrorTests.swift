@@ -79,17 +79,23 @@ struct WireErrorTests {
             #expect(try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/nothing", apiKey: key, json: [:]).status == 404)
             // Operations Identity Toolkit has and Herald does not serve: 501 naming them, on every path family.
             for (path, name) in [
-                (Paths.v1 + "signUp", "accounts:signUp"), (Paths.shortV1 + "signInWithPassword", "accounts:signInWithPassword"),
-                (Paths.legacy + "verifyPassword", "accounts:signInWithPassword"), (Paths.legacy + "signupNewUser", "accounts:signUp"),
-                (Paths.v1 + "signInWithCustomToken", "accounts:signInWithCustomToken"), (Paths.v1 + "resetPassword", "accounts:resetPassword"),
-                ("/v2/accounts/passkeySignIn:start", "passkeySignIn:start"),
+                (Paths.v1 + "signInWithCustomToken", "accounts:signInWithCustomToken"),
+                (Paths.legacy + "verifyCustomToken", "accounts:signInWithCustomToken"), ("/v2/accounts/passkeySignIn:start", "passkeySignIn:start"),
             ] {
                 let answer = try await client.post(path, apiKey: key, json: [:])
                 #expect(answer.status == 501, "\(path)")
                 #expect(answer.errorMessage == "NOT_IMPLEMENTED : \(name) is not implemented in Herald.", "\(path)")
             }
-            let policy = try await client.get("/v2/passwordPolicy?key=\(key)")
-            #expect(policy.status == 501 && policy.errorMessage?.contains("getPasswordPolicy") == true)
+            // The password operations answer their own refusals.
+            for (path, message) in [
+                (Paths.v1 + "signUp", "MISSING_EMAIL"), (Paths.legacy + "signupNewUser", "MISSING_EMAIL"),
+                (Paths.shortV1 + "signInWithPassword", "MISSING_EMAIL"), (Paths.legacy + "verifyPassword", "MISSING_EMAIL"),
+                (Paths.v1 + "resetPassword", "MISSING_OOB_CODE"),
+            ] {
+                let answer = try await client.post(path, apiKey: key, json: ["email": ""])
+                #expect(answer.status == 400, "\(path)")
+                #expect(answer.errorMessage == message, "\(path)")
+            }
 
             let idp = try await client.post(Paths.v1 + "signInWithIdp", apiKey: key, json: [:])
             #expect(idp.status == 400)

@@ -14,9 +14,6 @@ struct Accounts: Sendable {
     let clock: any WallClock
     let logger: Logger
 
-    /// Longest password accepted (each one costs a PBKDF2 run; Firebase caps at 4096).
-    static let maximumPasswordLength = 1024
-
     var limiter: RateLimiter { RateLimiter(store: store) }
 
     /// Refuses with TOO_MANY_ATTEMPTS_TRY_LATER (and Retry-After) when `checks` are exhausted.
@@ -126,6 +123,8 @@ struct Accounts: Sendable {
         var idToken: String?
         var refreshToken: String?
         var expiresIn: String?
+        /// The address an applied VERIFY_AND_CHANGE_EMAIL code moved the account to.
+        var newEmail: String?
     }
 
     /// The fields SDKs and firebase-admin send: displayName, email, password, deleteAttribute[],
@@ -193,10 +192,7 @@ struct Accounts: Sendable {
             }
         }
         if let password = body.string("password") {
-            guard password.count >= PasswordHash.minimumLength else { throw HeraldError(.weakPassword, "Password should be at least 6 characters") }
-            guard password.count <= Self.maximumPasswordLength else {
-                throw HeraldError(.invalidArgument, "Password may be at most \(Self.maximumPasswordLength) characters.")
-            }
+            if let refusal = project.passwordPolicy.check(password) { throw refusal.error }
             if caller != nil {
                 let checks = limits.passwordChangesPerUser.map { LimitCheck(kind: .password, scope: project.id, subject: user.localID, policy: $0) }
                 try await admit(checks, project: project)
@@ -256,7 +252,7 @@ struct Accounts: Sendable {
         }
         if let phone = body.string("phoneNumber") { user.phoneNumber = try PhoneSignIn.parsePhone(phone).e164 }
         if let password = body.string("password") {
-            guard password.count >= PasswordHash.minimumLength else { throw HeraldError(.weakPassword, "Password should be at least 6 characters") }
+            if let refusal = project.passwordPolicy.check(password) { throw refusal.error }
             user.passwordHash = try await PasswordHash.make(password)
         }
         user.displayName = body.string("displayName")

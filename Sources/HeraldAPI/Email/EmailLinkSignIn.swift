@@ -6,19 +6,15 @@ import Metrics
 /// The server side of Firebase email-link sign-in: `sendOobCode` (EMAIL_SIGNIN) stores a hashed,
 /// expiring, single-use code and queues the email; `signInWithEmailLink` spends it for a user.
 struct EmailLinkSignIn: Sendable {
-    let store: any OobCodeStore & AccountStore & DeliveryLedger & RateLimitStore
-    let publisher: any JobPublisher
-    let keys: HeraldKeys
-    let limits: LimitSettings
-    let leases: LeasedLimits
+    let store: any OobCodeStore & AccountStore
+    let emails: ActionEmailQueue
+    let accountEmails: AccountEmails
     let completion: SignInCompletion
+    let proof: AddressProof
     let signedIn: SignedInUser
     let devMode: Bool
     let clock: any WallClock
     let logger: Logger
-
-    var limiter: RateLimiter { RateLimiter(store: store) }
-    var sealer: Sealer { Sealer(key: keys.sealing) }
 
     /// Where the request came from.
     struct Origin {
@@ -27,6 +23,8 @@ struct EmailLinkSignIn: Sendable {
         var isAdmin: Bool
         var apiKey: String
         var traceparent: TraceParent
+
+        var queueOrigin: ActionEmailQueue.Origin { .init(clientKey: clientKey, locale: locale, traceparent: traceparent) }
     }
 
     /// `GetOobConfirmationCodeResponse`; `oobCode`/`oobLink` only for admins asking `returnOobLink`.
@@ -37,20 +35,13 @@ struct EmailLinkSignIn: Sendable {
         var oobLink: String?
     }
 
-    /// Identity Toolkit's other `requestType`s, which later releases implement.
-    static let laterRequestTypes: Set<String> = [
-        "PASSWORD_RESET", "VERIFY_EMAIL", "VERIFY_AND_CHANGE_EMAIL", "RECOVER_EMAIL", "REVERT_SECOND_FACTOR_ADDITION",
-    ]
-
     func sendOobCode(project: ProjectSettings, body: WireBody, origin: Origin) async throws -> Sent {
         if body.string("tenantId") != nil { throw HeraldError(.unsupportedTenantOperation) }
         guard let requestType = body.string("requestType") else { throw HeraldError(.missingRequestType) }
         let returnLink = body.bool("returnOobLink") == true
         if returnLink, origin.isAdmin == false { throw HeraldError(.insufficientPermission) }
         guard requestType == "EMAIL_SIGNIN" else {
-            // Firebase's other action types are later releases (501); anything else is not a request type.
-            guard Self.laterRequestTypes.contains(requestType) else { throw HeraldError(.invalidRequestType) }
-            throw HeraldError(.notImplemented, "requestType \(WireBody.echoable(requestType)) is not supported by Herald (only EMAIL_SIGNIN).")
+            return try await accountEmails.sendOobCode(requestType: requestType, project: project, body: body, origin: origin)
         }
         guard project.emailLink.enabled else { throw HeraldError(.operationNotAllowed) }
         guard let rawEmail = body.string("email") else { throw HeraldError(.missingEmail) }
@@ -68,10 +59,9 @@ struct EmailLinkSignIn: Sendable {
             actionURL: actionURL, apiKey: origin.apiKey, oobCode: code, continueURL: continueURL?.text,
             languageCode: origin.locale ?? TemplateCatalog.defaultLocale, app: app
         ).text
-        var record = OobRecord(
+        let record = OobRecord(
             codeHash: codeHash, projectID: project.id, requestType: requestType, email: email.value, createdAt: now,
-            expiresAt: now.adding(project.emailLink.linkTTL),
-            linkSealed: devMode ? sealer.seal(link, context: "oob:" + codeHash) : nil)
+            expiresAt: now.adding(project.emailLink.linkTTL), linkSealed: emails.sealedForListing(link, codeHash: codeHash, devMode: devMode))
 
         if returnLink {
             // firebase-admin's generate_sign_in_with_email_link: the caller delivers the link itself.
@@ -79,58 +69,10 @@ struct EmailLinkSignIn: Sendable {
             logger.info("email sign-in link generated for an admin", metadata: ["project": .string(project.id), "email": .string(email.masked)])
             return Sent(email: email.value, oobCode: code, oobLink: link)
         }
-
-        let checks = LimitCheck.forEmail(project: project.id, email: email.mailbox, clientKey: origin.clientKey, limits: limits)
-        // Limits a leased token covers (the busy client-address and project rows) are spent here.
-        let coverage = leases.cover(checks, now: now)
-        let refusal: RateLimiter.Refusal?
-        do {
-            refusal = try await limiter.admit(coverage.storeChecks, now: now)
-        } catch {
-            leases.giveBack(checks, coverage, now: now)
-            throw error
-        }
-        if let refusal {
-            leases.giveBack(checks, coverage, now: now)
-            logger.notice(
-                "email link refused by a limit",
-                metadata: [
-                    "project": .string(project.id), "limit": .string(refusal.check.kind.configurationKey),
-                    "policy": .string(refusal.check.policy.description), "email": .string(email.masked),
-                ])
-            Counter(label: "herald_api_limit_refusals_total", dimensions: [("project", project.id), ("limit", refusal.check.kind.configurationKey)])
-                .increment()
-            throw HeraldError(refusal.check.kind.refusal, nil, retryAfter: refusal.retryAfter)
-        }
-        let jobID = SecureRandom.uuidV7(at: now)
-        record.jobID = jobID
-        let job = Job(
-            id: jobID, project: project.id, createdAt: now, expiresAt: record.expiresAt, locale: origin.locale,
-            payload: .email(
-                EmailMessage(
-                    to: email.value, template: .signInLink,
-                    params: ["linkSealed": sealer.seal(link, jobID: jobID, destination: email.value), "app": project.displayName])))
-        try await store.insertOobCode(record)
-        try await store.recordPending(jobID: jobID, projectID: project.id, type: .email, destination: email.value, now: now)
-        do {
-            try await publisher.publish(job, traceparent: origin.traceparent)
-        } catch {
-            try? await store.deleteOobCode(hash: codeHash)
-            try? await store.recordDelivery(jobID: jobID, status: .abandoned, reason: "publish failed: \(error)", now: clock.now)
-            // Every limit was spent in the store, the covered ones by their lease: each goes back there.
-            try? await limiter.refund(checks, now: clock.now)
-            logger.error(
-                "email job not confirmed by the broker",
-                metadata: ["project": .string(project.id), "job.id": .string(jobID.lowercasedText), "error": .string("\(error)")])
-            throw HeraldError(.unavailable, "The sign-in email could not be queued for delivery. Try again later.", retryAfter: .seconds(5))
-        }
+        let queueOrigin = origin.queueOrigin
+        let spent = try await emails.admit(recipient: email, project: project, origin: queueOrigin)
+        try await emails.queue(record, link: link, to: email, template: .signInLink, project: project, origin: queueOrigin, spent: spent)
         Counter(label: "herald_api_email_links_total", dimensions: [("project", project.id)]).increment()
-        logger.info(
-            "email sign-in link queued",
-            metadata: [
-                "project": .string(project.id), "job.id": .string(jobID.lowercasedText), "email": .string(email.masked),
-                "traceparent": .string(origin.traceparent.description),
-            ])
         return Sent(email: email.value)
     }
 
@@ -190,8 +132,7 @@ struct EmailLinkSignIn: Sendable {
     }
 
     /// The account the link signs in: the linking user, the address's user, or a new one. Proving
-    /// control of an address that an account holds unverified unlinks the account's other credentials
-    /// (password, phone, second factors) and revokes its earlier sessions (someone else may have set it up).
+    /// control of an address that an account holds unverified takes the account over (`AddressProof`).
     private func account(
         for email: String, linkingTo linking: UserAccount?, project: ProjectSettings, now: Date
     ) async throws -> (UserAccount, Bool) {
@@ -210,28 +151,7 @@ struct EmailLinkSignIn: Sendable {
             return (user, false)
         }
         if var user = try await store.user(projectID: project.id, email: email) {
-            if user.emailVerified == false {
-                // Someone put this address on the account without proving it (an admin import, or an
-                // attacker pre-registering it). The proof wins, as in Firebase: every other way into the
-                // account (password, phone, second factors, a linked Apple account) is removed and its
-                // sessions revoked, so whoever set it up keeps nothing.
-                let hadOtherCredentials =
-                    user.passwordHash != nil || user.phoneNumber != nil || user.mfaEnrollments.isEmpty == false || user.identities.isEmpty == false
-                user.passwordHash = nil
-                user.phoneNumber = nil
-                for enrollment in user.mfaEnrollments {
-                    _ = try await store.removeMFAEnrollment(projectID: project.id, localID: user.localID, enrollmentID: enrollment.enrollmentID)
-                }
-                user.mfaEnrollments = []
-                for identity in user.identities {
-                    _ = try await store.unlinkIdentity(projectID: project.id, localID: user.localID, providerID: identity.providerID)
-                }
-                user.identities = []
-                completion.revokeEarlierSessions(of: &user)
-                logger.notice(
-                    "email link proved an unverified address: other credentials unlinked, earlier sessions revoked",
-                    metadata: ["project": .string(project.id), "user": .string(user.localID), "unlinked": .stringConvertible(hadOtherCredentials)])
-            }
+            try await proof.proved(&user, by: "email link")
             user.emailVerified = true
             user.emailLinkSignin = true
             user.lastLoginAt = now

@@ -15,6 +15,9 @@ struct IdentityToolkitRoutes: Sendable {
     let verifier: AppVerifier
     let refresh: TokenRefresh
     let emailLink: EmailLinkSignIn
+    let accountEmails: AccountEmails
+    let password: PasswordSignIn
+    let imports: UserImports
     let accounts: Accounts
     let mfa: PhoneMFA
     let apple: AppleSignIn
@@ -36,14 +39,14 @@ struct IdentityToolkitRoutes: Sendable {
         "setAccountInfo": "accounts:update",
         "deleteAccount": "accounts:delete",
         "verifyClient": "accounts:verifyIosClient",
-        // Served by no release yet (501 with the v1 name).
         "signupNewUser": "accounts:signUp",
         "verifyPassword": "accounts:signInWithPassword",
-        "verifyCustomToken": "accounts:signInWithCustomToken",
         "resetPassword": "accounts:resetPassword",
+        "uploadAccount": "accounts:batchCreate",
+        // Served by no release yet (501 with the v1 name).
+        "verifyCustomToken": "accounts:signInWithCustomToken",
         "signInWithGameCenter": "accounts:signInWithGameCenter",
         "downloadAccount": "accounts:batchGet",
-        "uploadAccount": "accounts:batchCreate",
         "getPublicKeys": "getPublicKeys",
         "setProjectConfig": "setProjectConfig",
         "signOutUser": "signOutUser",
@@ -52,9 +55,8 @@ struct IdentityToolkitRoutes: Sendable {
     /// Identity Toolkit operations Herald does not serve: 501 NOT_IMPLEMENTED naming the operation, so a
     /// client sees what is missing (never 404 for an operation that exists). docs/firebase.md lists them.
     static let unservedOperations: Set<String> = [
-        "accounts:signUp", "accounts:signInWithPassword", "accounts:signInWithCustomToken", "accounts:signInWithGameCenter",
-        "accounts:resetPassword", "accounts:issueSamlResponse", "accounts:batchGet", "accounts:batchCreate", "getPublicKeys", "setProjectConfig",
-        "signOutUser", "accounts:query", "accounts:batchDelete",
+        "accounts:signInWithCustomToken", "accounts:signInWithGameCenter", "accounts:issueSamlResponse", "accounts:batchGet", "getPublicKeys",
+        "setProjectConfig", "signOutUser", "accounts:query", "accounts:batchDelete",
     ]
 
     /// v2 operations (`/v2/accounts/…` and `/v2/accounts:…`) Herald does not serve.
@@ -82,7 +84,10 @@ struct IdentityToolkitRoutes: Sendable {
             }
         }
         for path in ["/identitytoolkit.googleapis.com/v2/passwordPolicy", "/v2/passwordPolicy"] {
-            router.get(RouterPath(path)) { _, _ -> Response in throw Self.unserved("getPasswordPolicy") }
+            router.get(RouterPath(path)) { request, _ in
+                let project = try resolver.project(for: request)
+                return JSONWire.response(PasswordPolicyAnswer(project.passwordPolicy))
+            }
         }
         for path in ["/identitytoolkit.googleapis.com/v2/accounts:revokeToken", "/v2/accounts:revokeToken"] {
             router.post(RouterPath(path)) { request, context in try await handleV2(operation: "accounts:revokeToken", request, context) }
@@ -97,6 +102,12 @@ struct IdentityToolkitRoutes: Sendable {
             router.post(RouterPath(prefix + "/accounts")) { request, context in
                 let project = try adminProject(request, context)
                 return JSONWire.response(try await accounts.create(project: project, body: try await body(of: request, context)))
+            }
+            // firebase-admin's import_users: up to 1,000 users in one body, larger than any other request.
+            router.post(RouterPath(prefix + "/accounts:batchCreate")) { request, context in
+                let project = try adminProject(request, context)
+                let buffer = try await request.body.collect(upTo: UserImports.maximumBodySize)
+                return JSONWire.response(try await imports.batchCreate(project: project, body: buffer))
             }
             router.get(RouterPath(prefix + "/accounts:batchGet")) { request, context in
                 let project = try adminProject(request, context)
@@ -146,16 +157,27 @@ struct IdentityToolkitRoutes: Sendable {
             return JSONWire.response(try await phone.signIn(project: project, body: body))
         case "accounts:sendOobCode":
             let body = try await body(of: request, context)
-            let origin = origin(of: request, context, body: body)
             return JSONWire.response(
-                try await emailLink.sendOobCode(
-                    project: project, body: body,
-                    origin: .init(
-                        clientKey: origin.clientKey, locale: origin.locale, isAdmin: isAdmin,
-                        apiKey: ProjectResolver.apiKey(of: request) ?? project.apiKeys[0],
-                        traceparent: origin.traceparent)))
+                try await emailLink.sendOobCode(project: project, body: body, origin: emailOrigin(request, context, body, isAdmin, project)))
         case "accounts:signInWithEmailLink":
             return JSONWire.response(try await emailLink.signIn(project: project, body: try await body(of: request, context)))
+        case "accounts:signUp":
+            let body = try await body(of: request, context)
+            if isAdmin, body.string("idToken") == nil {
+                return JSONWire.response(try await accounts.create(project: project, body: body))
+            }
+            return JSONWire.response(
+                try await password.signUp(project: project, body: body, clientKey: origin(of: request, context, body: body).clientKey))
+        case "accounts:signInWithPassword":
+            let body = try await body(of: request, context)
+            return JSONWire.response(
+                try await password.signIn(project: project, body: body, clientKey: origin(of: request, context, body: body).clientKey))
+        case "accounts:resetPassword":
+            return JSONWire.response(try await accountEmails.resetPassword(project: project, body: try await body(of: request, context)))
+        case "accounts:batchCreate":
+            guard isAdmin else { throw HeraldError(.insufficientPermission) }
+            let buffer = try await request.body.collect(upTo: UserImports.maximumBodySize)
+            return JSONWire.response(try await imports.batchCreate(project: project, body: buffer))
         case "accounts:createAuthUri":
             let body = try await body(of: request, context)
             return JSONWire.response(
@@ -163,7 +185,13 @@ struct IdentityToolkitRoutes: Sendable {
         case "accounts:lookup":
             return JSONWire.response(try await accounts.lookup(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
         case "accounts:update":
-            return JSONWire.response(try await accounts.update(project: project, body: try await body(of: request, context), isAdmin: isAdmin))
+            let body = try await body(of: request, context)
+            // applyActionCode: the code is the credential; no idToken, no admin.
+            if body.string("oobCode") != nil, body.string("idToken") == nil, body.string("localId") == nil {
+                return JSONWire.response(
+                    try await accountEmails.apply(project: project, body: body, origin: emailOrigin(request, context, body, isAdmin, project)))
+            }
+            return JSONWire.response(try await accounts.update(project: project, body: body, isAdmin: isAdmin))
         case "accounts:signInWithIdp":
             return JSONWire.response(try await apple.signIn(project: project, body: try await body(of: request, context)))
         case "accounts:delete":
@@ -202,6 +230,15 @@ struct IdentityToolkitRoutes: Sendable {
         }
     }
 
+    func emailOrigin(
+        _ request: Request, _ context: HeraldRequestContext, _ body: WireBody, _ isAdmin: Bool, _ project: ProjectSettings
+    ) -> EmailLinkSignIn.Origin {
+        let origin = origin(of: request, context, body: body)
+        return .init(
+            clientKey: origin.clientKey, locale: origin.locale, isAdmin: isAdmin, apiKey: ProjectResolver.apiKey(of: request) ?? project.apiKeys[0],
+            traceparent: origin.traceparent)
+    }
+
     /// The project named in an admin path; only admin callers get it.
     func adminProject(_ request: Request, _ context: HeraldRequestContext) throws -> ProjectSettings {
         guard admin.isAdmin(authorization: request.headers.value(.authorization)) else { throw HeraldError(.insufficientPermission) }
@@ -232,6 +269,35 @@ struct IdentityToolkitRoutes: Sendable {
     func body(of request: Request, _ context: HeraldRequestContext) async throws -> WireBody {
         let buffer = try await request.body.collect(upTo: WireBody.maximumSize)
         return try WireBody.parse(buffer, contentType: request.headers.value(.contentType))
+    }
+}
+
+/// `GET …/v2/passwordPolicy`: the project's policy in Firebase's shape (the SDKs' `validatePassword`
+/// reads it, and checks a password before sending it).
+struct PasswordPolicyAnswer: Encodable {
+    struct Options: Encodable {
+        var minPasswordLength: Int
+        var maxPasswordLength: Int?
+        var containsLowercaseCharacter: Bool?
+        var containsUppercaseCharacter: Bool?
+        var containsNumericCharacter: Bool?
+        var containsNonAlphanumericCharacter: Bool?
+    }
+
+    var customStrengthOptions: Options
+    var allowedNonAlphanumericCharacters = PasswordPolicy.allowedNonAlphanumericCharacters
+    var enforcementState: String
+    var forceUpgradeOnSignin: Bool
+    var schemaVersion = 1
+
+    init(_ policy: PasswordPolicy) {
+        customStrengthOptions = Options(
+            minPasswordLength: policy.minLength, maxPasswordLength: policy.maxLength ?? PasswordPolicy.byteCap,
+            containsLowercaseCharacter: policy.requiresLowercase ? true : nil, containsUppercaseCharacter: policy.requiresUppercase ? true : nil,
+            containsNumericCharacter: policy.requiresNumeric ? true : nil,
+            containsNonAlphanumericCharacter: policy.requiresNonAlphanumeric ? true : nil)
+        enforcementState = policy.enforcement.rawValue
+        forceUpgradeOnSignin = policy.forceUpgradeOnSignin
     }
 }
 

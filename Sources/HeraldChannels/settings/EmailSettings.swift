@@ -3,8 +3,9 @@ import HeraldCore
 /// `email`: who sign-in mails come from, their texts, and the SMTP server herald-email-worker uses.
 public struct EmailSettings: Sendable {
     /// Placeholders an email template may use.
-    public static let placeholders: Set<String> = ["link", "app", "email"]
-    /// Email template files per locale (`en` must hold all): `signInLink.subject`, `.txt`, `.html`.
+    public static let placeholders: Set<String> = ["link", "app", "email", "oldEmail", "newEmail"]
+    /// Email template files per locale (`en` must hold all): `<template>.subject`, `.txt`, `.html` for each
+    /// `EmailMessage.Template`.
     public static let templateFiles = EmailMessage.Template.allCases.flatMap { template in
         ["subject", "txt", "html"].map { "\(template.rawValue).\($0)" }
     }

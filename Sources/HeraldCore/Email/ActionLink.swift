@@ -152,9 +152,12 @@ public struct ContinueURL: Sendable, Equatable {
 }
 
 /// What the user clicks: `<actionUrl>?apiKey=…&mode=signIn&oobCode=…&continueUrl=…&lang=…`, the
-/// parameters Firebase's handler and the iOS SDK's `isSignIn(withEmailLink:)` read.
+/// parameters Firebase's handler and the iOS SDK's `isSignIn(withEmailLink:)` read. The account emails'
+/// links are the same with another `mode`: `verifyEmail`, `resetPassword`, `verifyAndChangeEmail`,
+/// `recoverEmail`.
 public struct SignInLink: Sendable, Equatable {
     public var actionURL: String
+    public var mode: String
     public var apiKey: String
     public var oobCode: String
     public var continueURL: String?
@@ -182,9 +185,11 @@ public struct SignInLink: Sendable, Equatable {
     }
 
     public init(
-        actionURL: String, apiKey: String, oobCode: String, continueURL: String?, languageCode: String?, app: AppSettings? = nil
+        actionURL: String, apiKey: String, oobCode: String, continueURL: String?, languageCode: String?, app: AppSettings? = nil,
+        mode: String = "signIn"
     ) {
         self.actionURL = actionURL
+        self.mode = mode
         self.apiKey = apiKey
         self.oobCode = oobCode
         self.continueURL = continueURL
@@ -194,7 +199,7 @@ public struct SignInLink: Sendable, Equatable {
 
     /// The link text, every value percent-encoded to the unreserved set.
     public var text: String {
-        var query = [("apiKey", apiKey), ("mode", "signIn"), ("oobCode", oobCode)]
+        var query = [("apiKey", apiKey), ("mode", mode), ("oobCode", oobCode)]
         if let continueURL { query.append(("continueUrl", continueURL)) }
         query.append(("lang", languageCode ?? TemplateCatalog.defaultLocale))
         if let app {

@@ -84,6 +84,19 @@ public struct HeraldError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let emailExists = Code("EMAIL_EXISTS")
         public static let phoneNumberExists = Code("PHONE_NUMBER_EXISTS")
         public static let weakPassword = Code("WEAK_PASSWORD")
+        public static let passwordDoesNotMeetRequirements = Code("PASSWORD_DOES_NOT_MEET_REQUIREMENTS")
+        public static let missingPassword = Code("MISSING_PASSWORD")
+        public static let missingNewPassword = Code("MISSING_NEW_PASSWORD")
+        public static let emailNotFound = Code("EMAIL_NOT_FOUND")
+        public static let invalidPassword = Code("INVALID_PASSWORD")
+        /// A wrong password or an unknown address, told apart by neither (enumeration protection).
+        public static let invalidLoginCredentials = Code("INVALID_LOGIN_CREDENTIALS")
+        public static let passwordLoginDisabled = Code("PASSWORD_LOGIN_DISABLED")
+        /// Anonymous sign-up on a project that does not allow it.
+        public static let adminOnlyOperation = Code("ADMIN_ONLY_OPERATION")
+        public static let unexpectedParameter = Code("UNEXPECTED_PARAMETER")
+        public static let missingUserAccount = Code("MISSING_USER_ACCOUNT")
+        public static let missingNewEmail = Code("MISSING_NEW_EMAIL")
         public static let invalidRequestType = Code("INVALID_REQ_TYPE")
         public static let insufficientPermission = Code(
             "INSUFFICIENT_PERMISSION", http: 403, reason: "forbidden", status: "PERMISSION_DENIED")

@@ -131,7 +131,16 @@ public struct PushMessage: Sendable, Equatable {
 public struct EmailMessage: Sendable, Equatable {
     /// Template names the worker knows (`<templateDir>/<locale>/<name>.{subject,txt,html}`).
     public enum Template: String, Sendable, CaseIterable {
+        /// EMAIL_SIGNIN: the sign-in link.
         case signInLink
+        /// VERIFY_EMAIL: proves the account's address.
+        case verifyEmail
+        /// PASSWORD_RESET: a link to the page that sets a new password.
+        case resetPassword
+        /// VERIFY_AND_CHANGE_EMAIL, to the new address: the account moves to it when the link is opened.
+        case verifyAndChangeEmail
+        /// RECOVER_EMAIL, to the old address after a change: a link that puts it back.
+        case recoverEmail
     }
 
     /// The recipient, normalized.

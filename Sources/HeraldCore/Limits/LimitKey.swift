@@ -24,6 +24,12 @@ public enum LimitKind: String, Sendable, CaseIterable {
     case lookup
     /// Password changes of one user.
     case password
+    /// Failed password sign-ins to one address.
+    case passwordSignIn
+    /// Failed password sign-ins from one client address.
+    case passwordSignInIP
+    /// Accounts created from one client address.
+    case signUp
     /// Apple token revocations (`revokeToken`) of one user.
     case revocation
     /// Apple token revocations from one client address.
@@ -35,7 +41,9 @@ public enum LimitKind: String, Sendable, CaseIterable {
     /// with QUOTA_EXCEEDED; SDKs show them differently.
     public var refusal: HeraldError.Code {
         switch self {
-        case .number, .ip, .checks, .spacing, .device, .email, .lookup, .password, .revocation, .revocationIP, .adminLogin: .tooManyAttempts
+        case .number, .ip, .checks, .spacing, .device, .email, .lookup, .password, .passwordSignIn, .passwordSignInIP, .signUp, .revocation,
+            .revocationIP, .adminLogin:
+            .tooManyAttempts
         case .project, .country, .prefix, .provider: .quotaExceeded
         }
     }
@@ -55,6 +63,9 @@ public enum LimitKind: String, Sendable, CaseIterable {
         case .email: "limits.perEmail"
         case .lookup: "limits.lookupsPerIP"
         case .password: "limits.passwordChangesPerUser"
+        case .passwordSignIn: "limits.passwordSignInsPerAccount"
+        case .passwordSignInIP: "limits.passwordSignInsPerIP"
+        case .signUp: "limits.signUpsPerIP"
         case .revocation: "limits.revocationsPerUser"
         case .revocationIP: "limits.revocationsPerIP"
         case .adminLogin: "limits.adminLoginsPerIP"

@@ -166,7 +166,7 @@ public struct OobRecord: Sendable, Equatable {
     /// `OobCode.storageHash` of the code.
     public var codeHash: String
     public var projectID: String
-    /// `EMAIL_SIGNIN` (the only type Herald sends).
+    /// `EMAIL_SIGNIN`, `VERIFY_EMAIL`, `PASSWORD_RESET`, `VERIFY_AND_CHANGE_EMAIL` or `RECOVER_EMAIL`.
     public var requestType: String
     public var email: String
     public var createdAt: Date
@@ -176,11 +176,23 @@ public struct OobRecord: Sendable, Equatable {
     public var jobID: UUID?
     /// The link sealed to the code hash, kept only in devMode for the emulator's `oobCodes`.
     public var linkSealed: String?
+    /// The user the code acts on (every type but EMAIL_SIGNIN): a recover-email code names the address it
+    /// restores, which the user no longer has.
+    public var localID: String?
+    /// VERIFY_AND_CHANGE_EMAIL: the address the account moves to when the link is opened.
+    public var newEmail: String?
+    /// The request asked the app to finish the action (`canHandleCodeInApp`): the action handler
+    /// redirects to the continue URL instead of serving its own page.
+    public var inApp: Bool
 
     public init(
         codeHash: String, projectID: String, requestType: String, email: String, createdAt: Date, expiresAt: Date,
-        consumedAt: Date? = nil, jobID: UUID? = nil, linkSealed: String? = nil
+        consumedAt: Date? = nil, jobID: UUID? = nil, linkSealed: String? = nil, localID: String? = nil, newEmail: String? = nil,
+        inApp: Bool = false
     ) {
+        self.localID = localID
+        self.newEmail = newEmail
+        self.inApp = inApp
         self.codeHash = codeHash
         self.projectID = projectID
         self.requestType = requestType

@@ -20,6 +20,12 @@ public struct LimitSettings: Sendable {
     /// to Apple under the project's key.
     public var revocationsPerUser: [RatePolicy]
     public var revocationsPerIP: [RatePolicy]
+    /// Failed password sign-ins per address (known or not) and per client address; a sign-in that
+    /// succeeds gives its slot back.
+    public var passwordSignInsPerAccount: [RatePolicy] = []
+    public var passwordSignInsPerIP: [RatePolicy] = []
+    /// Accounts created by `signUp` (password or anonymous) per client address.
+    public var signUpsPerIP: [RatePolicy] = []
     /// Status-page logins (`POST /admin/login`) per client address, right token or wrong.
     public var adminLoginsPerIP: [RatePolicy]
     /// `limits.pumping`: per-prefix velocity blocks.

@@ -18,6 +18,31 @@ public struct ProjectSettings: Sendable {
     public var apple: Apple
     public var mfa: MFA
     public var appVerification: AppVerification
+    /// `projects[].password`: email-and-password accounts and anonymous ones (`signUp`).
+    public var password = Password()
+    /// `projects[].passwordPolicy`.
+    public var passwordPolicy = PasswordPolicy()
+
+    /// `projects[].password`.
+    public struct Password: Sendable {
+        /// false: signUp with an email answers OPERATION_NOT_ALLOWED, signInWithPassword and
+        /// resetPassword PASSWORD_LOGIN_DISABLED (admins still create and import password users).
+        public var enabled: Bool
+        /// `signUp` without an email creates an anonymous user; false answers ADMIN_ONLY_OPERATION.
+        public var anonymous: Bool
+        /// How long the links of the account emails work.
+        public var resetLinkTTL: Duration
+        public var verifyLinkTTL: Duration
+
+        public init(
+            enabled: Bool = true, anonymous: Bool = false, resetLinkTTL: Duration = .seconds(3600), verifyLinkTTL: Duration = .seconds(3 * 86_400)
+        ) {
+            self.enabled = enabled
+            self.anonymous = anonymous
+            self.resetLinkTTL = resetLinkTTL
+            self.verifyLinkTTL = verifyLinkTTL
+        }
+    }
 
     /// An iOS app of the project.
     public struct IOSApp: Sendable, Equatable {

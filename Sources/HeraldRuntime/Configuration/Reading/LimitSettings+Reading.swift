@@ -24,6 +24,9 @@ extension LimitSettings {
             adminLoginsPerIP: try limits.rateList("adminLoginsPerIP", default: [RatePolicy(limit: 10, period: .seconds(900))]),
             pumping: try PrefixVelocity.Settings(reader: try limits.section("pumping")),
             leasing: try LimitLeases.Settings(reader: try limits.section("leasing")))
+        passwordSignInsPerAccount = try limits.rateList("passwordSignInsPerAccount", default: [RatePolicy(limit: 10, period: .seconds(900))])
+        passwordSignInsPerIP = try limits.rateList("passwordSignInsPerIP", default: [RatePolicy(limit: 100, period: .seconds(900))])
+        signUpsPerIP = try limits.rateList("signUpsPerIP", default: [RatePolicy(limit: 100, period: .seconds(3600))])
         try limits.finish()
     }
 }

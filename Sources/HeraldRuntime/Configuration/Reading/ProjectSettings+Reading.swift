@@ -23,6 +23,8 @@ extension ProjectSettings {
             phone: try Phone(reader: try reader.section("phone")), emailLink: try EmailLink(reader: try reader.section("emailLink")),
             apple: try Apple(reader: try reader.section("apple")), mfa: try MFA(reader: try reader.section("mfa")),
             appVerification: try AppVerification(reader: try reader.section("appVerification")))
+        password = try Password(reader: try reader.section("password"))
+        passwordPolicy = try PasswordPolicy(reader: try reader.section("passwordPolicy"))
         try reader.finish()
     }
 }
@@ -231,5 +233,41 @@ extension ProjectSettings.AppVerification {
         }
         try captcha.finish()
         try verification.finish()
+    }
+}
+
+extension ProjectSettings.Password {
+    /// `projects[].password`.
+    init(reader section: ConfigReader) throws {
+        self.init(
+            enabled: try section.bool("enabled", default: true), anonymous: try section.bool("anonymous", default: false),
+            resetLinkTTL: try section.duration("resetLinkTTL", default: .seconds(3600), in: .seconds(60) ... .seconds(86_400)),
+            verifyLinkTTL: try section.duration("verifyLinkTTL", default: .seconds(3 * 86_400), in: .seconds(60) ... .seconds(7 * 86_400)))
+        try section.finish()
+    }
+}
+
+extension PasswordPolicy {
+    /// `projects[].passwordPolicy`, Firebase's v2 shape: `enforcementState`, `forceUpgradeOnSignin` and
+    /// `customStrengthOptions`.
+    init(reader section: ConfigReader) throws {
+        let state = try section.string("enforcementState", default: "OFF")
+        guard let enforcement = Enforcement(rawValue: state) else { throw section.fail("enforcementState", "is ENFORCE or OFF (got '\(state)')") }
+        let options = try section.section("customStrengthOptions")
+        let minimum = try options.int("minPasswordLength", default: PasswordPolicy.firebaseMinimum, in: 6...30)
+        let maximumValue = try options.int("maxPasswordLength", default: 0, in: 0...PasswordPolicy.byteCap)
+        let maximum: Int? = maximumValue == 0 ? nil : maximumValue
+        if let maximum, maximum < minimum {
+            throw options.fail("maxPasswordLength", "is below minPasswordLength (\(minimum))")
+        }
+        self.init(
+            enforcement: enforcement, minLength: minimum, maxLength: maximum,
+            requiresLowercase: try options.bool("containsLowercaseCharacter", default: false),
+            requiresUppercase: try options.bool("containsUppercaseCharacter", default: false),
+            requiresNumeric: try options.bool("containsNumericCharacter", default: false),
+            requiresNonAlphanumeric: try options.bool("containsNonAlphanumericCharacter", default: false),
+            forceUpgradeOnSignin: try section.bool("forceUpgradeOnSignin", default: false))
+        try options.finish()
+        try section.finish()
     }
 }
