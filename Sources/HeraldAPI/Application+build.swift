@@ -145,7 +145,9 @@ public func buildApplication(_ dependencies: APIDependencies, logger: Logger, ro
         admin: AdminAuthorization(tokens: configuration.admin.tokens),
         logger: logger)
     identityToolkit.register(on: router)
-    ActionRoutes(configuration: configuration).register(on: router)
+    ActionRoutes(
+        configuration: configuration, pages: AccountActionPages(configuration: configuration, emails: accountEmails, keys: dependencies.keys)
+    ).register(on: router)
     WellKnownRoutes(configuration: configuration).register(on: router)
     RecaptchaFallback(resolver: ProjectResolver(configuration: configuration)).register(on: router)
     MessageRoutes(ledger: dependencies.store, admin: AdminAuthorization(tokens: configuration.admin.tokens), clock: dependencies.clock)

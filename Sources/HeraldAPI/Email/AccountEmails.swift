@@ -149,6 +149,13 @@ struct AccountEmails: Sendable {
         return (record, user)
     }
 
+    /// The record of a code that can still be used (for the action pages); throws as the API would.
+    func usable(_ code: String, project: ProjectSettings) async throws -> OobRecord {
+        let (record, user) = try await open(code, project: project)
+        guard user != nil, record.requestType != "EMAIL_SIGNIN" else { throw HeraldError(.invalidOobCode) }
+        return record
+    }
+
     private func spend(_ record: OobRecord) async throws {
         guard try await store.consumeOobCode(hash: record.codeHash, at: clock.now) else { throw HeraldError(.invalidOobCode) }
     }

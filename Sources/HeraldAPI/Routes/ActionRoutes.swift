@@ -5,28 +5,41 @@ import HeraldRuntime
 import Hummingbird
 import NIOCore
 
-/// `GET /__/auth/action` (and the emulator's `/emulator/action`): where a sign-in link points. Mail
-/// scanners and link previews fetch it before the user does, so it never looks at or spends the code:
-/// it redirects (303) to the link's `continueUrl` with the other parameters appended, as Firebase's
-/// hosted handler does, and the app then finishes with `signInWithEmailLink`. The continue URL is parsed
-/// and checked against the project's authorized domains and app schemes again, and the redirect goes to
-/// the URL rebuilt from its parsed parts, never the raw text, so the handler is not an open redirect.
+/// `GET /__/auth/action` (and the emulator's `/emulator/action`): where an email's link points.
+///
+/// A sign-in link (`mode=signIn`) is never looked at or spent here, since mail scanners and link
+/// previews fetch it before the user does: it redirects (303) to the link's `continueUrl` with the other
+/// parameters appended, as Firebase's hosted handler does, and the app then finishes with
+/// `signInWithEmailLink`. The continue URL is parsed and checked against the project's authorized
+/// domains and app schemes again, and the redirect goes to the URL rebuilt from its parsed parts, never
+/// the raw text, so the handler is not an open redirect.
+///
+/// The account emails' links (`verifyEmail`, `resetPassword`, `verifyAndChangeEmail`, `recoverEmail`)
+/// get a small server-rendered page (`AccountActionPages`) unless the request asked the app to handle
+/// the code (`canHandleCodeInApp`), when they redirect the same way.
 struct ActionRoutes: Sendable {
     let configuration: HeraldConfiguration
+    let pages: AccountActionPages
 
     func register(on router: Router<HeraldRequestContext>) {
         for path in ["/__/auth/action", "/emulator/action"] {
-            router.get(RouterPath(path)) { request, _ in handle(request) }
+            router.get(RouterPath(path)) { request, _ in await handle(request) }
+            router.post(RouterPath(path)) { request, _ in try await pages.submit(request) }
         }
     }
 
-    func handle(_ request: Request) -> Response {
+    func handle(_ request: Request) async -> Response {
         // Hummingbird has already percent-decoded the values.
         let query = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
         func value(_ name: String) -> String? { query.first { $0.name == name }?.value }
-        guard value("mode") == "signIn", value("oobCode") != nil, let key = value("apiKey"), let project = configuration.project(forAPIKey: key)
+        guard let mode = value("mode"), value("oobCode") != nil, let key = value("apiKey"), let project = configuration.project(forAPIKey: key)
         else {
             return page(.badRequest, "This link is not a valid sign-in link.")
+        }
+        if mode != "signIn" {
+            guard AccountActionPages.modes.contains(mode) else { return page(.badRequest, "This link is not a valid link.") }
+            if let redirect = await pages.show(mode: mode, query: query, project: project) { return redirect }
+            return redirectToApp(query: query, project: project, target: value("continueUrl"))
         }
         // An Android browser reaching the handler has no app to open the link (an installed, verified app
         // takes the app link first); without a web fallback (`afl`) the link asks for the app: the store.
@@ -38,7 +51,11 @@ struct ActionRoutes: Sendable {
             headers[.cacheControl] = "no-store"
             return Response(status: .seeOther, headers: headers)
         }
-        guard let target = value("continueUrl") else {
+        return redirectToApp(query: query, project: project, target: value("continueUrl"))
+    }
+
+    private func redirectToApp(query: [(name: String, value: String)], project: ProjectSettings, target: String?) -> Response {
+        guard let target else {
             return page(.ok, "Open this link on the device where you asked to sign in, in the app.")
         }
         guard let checked = try? ContinueURL(target, authorizedDomains: project.authorizedDomains, appSchemes: project.emailLink.appSchemes) else {
