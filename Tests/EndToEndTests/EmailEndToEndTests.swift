@@ -332,6 +332,69 @@ struct EmailEndToEndTests {
     }
 }
 
+extension EmailEndToEndTests {
+    @Test(
+        "firebase-admin (Python): create_user and update_user with a password, reset and verification links, import_users with scrypt, pbkdf2_sha256, hmac_sha256 and bcrypt",
+        arguments: TestStore.allCases)
+    func firebaseAdminPasswords(_ store: TestStore) async throws {
+        try await StackHarness.run(
+            store: store,
+            configure: {
+                $0.devMode = true
+                $0.adminTokens = ["owner"]
+            }
+        ) { stack in
+            try await stack.startAPI()
+            func admin(_ arguments: [String]) async throws -> [String: Any] {
+                let script = TestConfiguration.repositoryRoot.appendingPathComponent("Tests/python/firebase_admin_flow.py").path
+                let process = try await PythonProcess.run(
+                    [script, TestConfiguration.projectID] + arguments,
+                    environment: ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:\(stack.settings.apiPort)"])
+                let object = try JSONSerialization.jsonObject(with: Data(process.output.utf8)) as? [String: Any]
+                guard process.status == 0, let object else { throw TestFailure("firebase-admin \(arguments): \(process.output)") }
+                return object
+            }
+            func signIn(_ email: String, _ password: String) async throws -> HeraldClient.Answer {
+                try await stack.client.post(
+                    Self.v1 + "signInWithPassword", apiKey: TestConfiguration.apiKey, json: ["email": email, "password": password])
+            }
+            let uid = try #require(try await admin(["password", "pw@example.com", "first-secret"])["uid"] as? String)
+            #expect(try await signIn("pw@example.com", "first-secret").string("localId") == uid)
+            _ = try await admin(["set_password", uid, "second-secret"])
+            #expect(try await signIn("pw@example.com", "first-secret").status == 400)
+            #expect(try await signIn("pw@example.com", "second-secret").status == 200)
+
+            let reset = try #require(try await admin(["reset_link", "pw@example.com"])["link"] as? String)
+            #expect(queryItems(reset)["mode"] == "resetPassword")
+            let done = try await stack.client.post(
+                Self.v1 + "resetPassword", apiKey: TestConfiguration.apiKey,
+                json: ["oobCode": try #require(queryItems(reset)["oobCode"]), "newPassword": "third-secret"])
+            #expect(done.status == 200, "\(done.errorMessage ?? "")")
+            #expect(try await signIn("pw@example.com", "third-secret").status == 200)
+            let verify = try #require(try await admin(["verify_link", "pw@example.com"])["link"] as? String)
+            #expect(queryItems(verify)["mode"] == "verifyEmail")
+
+            let imported = try await admin(["import", "imp"])
+            for hash in ["scrypt", "pbkdf2", "hmac", "bcrypt"] {
+                let result = try #require(imported[hash] as? [String: Any], "\(hash)")
+                #expect(result["success"] as? Int == 1 && result["failure"] as? Int == 0, "\(hash): \(result)")
+            }
+            let bad = try #require(imported["bad"] as? [String: Any])
+            #expect(bad["success"] as? Int == 2 && bad["failure"] as? Int == 1)
+            #expect(((bad["errors"] as? [[Any]])?.first?.first as? Int) == 1, "firebase-admin reads the refused record's index")
+            for (email, password) in try #require(imported["passwords"] as? [String: String]) {
+                let answer = try await signIn(email, password)
+                #expect(answer.status == 200, "\(email): \(answer.errorMessage ?? "")")
+            }
+            let scryptUser = try await admin(["get", "imp-scrypt", "imp-scrypt@example.com", "+15555550177"])
+            let record = try #require(scryptUser["byUid"] as? [String: Any])
+            #expect(record["emailVerified"] as? Bool == true && record["displayName"] as? String == "Scrypt User")
+            #expect(record["phone"] as? String == "+15555550177")
+            #expect((record["providers"] as? [String])?.contains("apple.com") == true)
+        }
+    }
+}
+
 /// Query parameters of a URL.
 func queryItems(_ url: String) -> [String: String] {
     Dictionary((URLComponents(string: url)?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { first, _ in first })
