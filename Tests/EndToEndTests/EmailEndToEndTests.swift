@@ -333,6 +333,38 @@ struct EmailEndToEndTests {
 }
 
 extension EmailEndToEndTests {
+    @Test("an email change through herald-email-worker: the new address gets its link, opening it mails the old one a way back")
+    func emailChangeMails() async throws {
+        let sink = try await SMTPSink.start()
+        defer { sink.stop() }
+        try await StackHarness.run(store: .sqlite, configure: { $0.smtpURL = sink.url }) { stack in
+            try await stack.startAPI()
+            try await stack.startEmailWorker()
+            let created = try await stack.client.post(
+                Self.v1 + "signUp", apiKey: TestConfiguration.apiKey, json: ["email": "before@example.com", "password": "change-me-1"])
+            let token = try #require(created.string("idToken"), "\(created.errorMessage ?? "")")
+            let asked = try await stack.client.post(
+                Self.v1 + "sendOobCode", apiKey: TestConfiguration.apiKey,
+                json: ["requestType": "VERIFY_AND_CHANGE_EMAIL", "idToken": token, "newEmail": "after@example.com"])
+            #expect(asked.status == 200, "\(asked.errorMessage ?? "")")
+            let change = try #require(try await Self.waitForMail(sink, stack).first)
+            #expect(change.recipients == ["after@example.com"])
+            #expect(change.header("Subject") == "Confirm your new email address for Herald Test")
+            #expect(try #require(change.part("text/plain")).body.contains("before@example.com"))
+            let changeLink = try #require(change.link)
+            #expect(queryItems(changeLink)["mode"] == "verifyAndChangeEmail")
+
+            let applied = try await stack.client.post(
+                Self.v1 + "update", apiKey: TestConfiguration.apiKey, json: ["oobCode": try #require(queryItems(changeLink)["oobCode"])])
+            #expect(applied.string("email") == "after@example.com", "\(applied.errorMessage ?? "")")
+            let notice = try #require(try await Self.waitForMail(sink, count: 2, stack).last)
+            #expect(notice.recipients == ["before@example.com"])
+            #expect(notice.header("Subject") == "Your email address for Herald Test was changed")
+            #expect(try #require(notice.part("text/plain")).body.contains("after@example.com"))
+            #expect(queryItems(try #require(notice.link))["mode"] == "recoverEmail")
+        }
+    }
+
     @Test(
         "firebase-admin (Python): create_user and update_user with a password, reset and verification links, import_users with scrypt, pbkdf2_sha256, hmac_sha256 and bcrypt",
         arguments: TestStore.allCases)
