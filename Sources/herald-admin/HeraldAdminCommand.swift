@@ -11,7 +11,7 @@ import Logging
 struct HeraldAdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-admin", abstract: "Operate a Herald installation.", version: BuildInfo.versionLine,
-        subcommands: [Check.self, Topology.self, DeadLetters.self, Messages.self, Providers.self, Limits.self, Store.self])
+        subcommands: [Check.self, Topology.self, DeadLetters.self, Messages.self, Providers.self, Limits.self, Store.self, Users.self])
 
     /// `--config` goes before or after the subcommand (see `CommonOptions.movingConfigLast`).
     static func main() async {

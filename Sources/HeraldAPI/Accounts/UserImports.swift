@@ -49,28 +49,8 @@ struct UserImports: Sendable {
         } catch {
             throw HeraldError(.invalidArgument, error.message)
         }
-        let now = clock.now
-        var errors: [RecordError] = []
-        var seen = Set<String>()
-        for (index, entry) in users.enumerated() {
-            do {
-                guard let record = entry as? [String: Any] else { throw ImportProblem("a user is a JSON object") }
-                let user = try UserImport.account(record, projectID: project.id, hash: hash, now: now) { try CustomClaims.validated($0) }
-                guard seen.insert(user.localID).inserted else { throw ImportProblem("DUPLICATE_LOCAL_ID : \(user.localID)") }
-                do {
-                    try await store.insertUser(user)
-                } catch let conflict as AccountConflict {
-                    switch conflict {
-                    case .localIDExists: throw ImportProblem("localId belongs to an existing account - can not overwrite.")
-                    case .emailExists: throw ImportProblem("email exists in other account in database")
-                    case .phoneNumberExists: throw ImportProblem("phone number exists in other account in database")
-                    case .federatedIDExists, .providerAlreadyLinked: throw ImportProblem("raw id exists in other account in database")
-                    }
-                }
-            } catch let problem as ImportProblem {
-                errors.append(RecordError(index: index, message: problem.message))
-            }
-        }
+        let errors = try await UserImport.run(users, projectID: project.id, hash: hash, store: store, now: clock.now)
+            .map { RecordError(index: $0.index, message: $0.message) }
         Counter(label: "herald_api_users_imported_total", dimensions: [("project", project.id)]).increment(by: users.count - errors.count)
         logger.info(
             "users imported",

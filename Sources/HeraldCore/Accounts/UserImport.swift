@@ -117,6 +117,35 @@ public enum UserImport {
     /// The most users one request may carry (Firebase's own limit).
     public static let maximumUsers = 1000
 
+    /// Imports `records` (JSONSerialization objects) into `store`, each on its own: returns the index and
+    /// reason of each one refused; the others are stored.
+    public static func run(
+        _ records: [Any], projectID: String, hash: PasswordImport?, store: any AccountStore, now: Date
+    ) async throws -> [(index: Int, message: String)] {
+        var refused: [(index: Int, message: String)] = []
+        var seen = Set<String>()
+        for (index, entry) in records.enumerated() {
+            do {
+                guard let record = entry as? [String: Any] else { throw ImportProblem("a user is a JSON object") }
+                let user = try account(record, projectID: projectID, hash: hash, now: now) { try CustomClaims.validated($0) }
+                guard seen.insert(user.localID).inserted else { throw ImportProblem("DUPLICATE_LOCAL_ID : \(user.localID)") }
+                do {
+                    try await store.insertUser(user)
+                } catch let conflict as AccountConflict {
+                    switch conflict {
+                    case .localIDExists: throw ImportProblem("localId belongs to an existing account - can not overwrite.")
+                    case .emailExists: throw ImportProblem("email exists in other account in database")
+                    case .phoneNumberExists: throw ImportProblem("phone number exists in other account in database")
+                    case .federatedIDExists, .providerAlreadyLinked: throw ImportProblem("raw id exists in other account in database")
+                    }
+                }
+            } catch let problem as ImportProblem {
+                refused.append((index, problem.message))
+            }
+        }
+        return refused
+    }
+
     /// `record` as JSONSerialization reads it. `validClaims` checks custom claims (`CustomClaims`).
     public static func account(
         _ record: [String: Any], projectID: String, hash: PasswordImport?, now: Date, validateClaims: (String) throws -> String?
