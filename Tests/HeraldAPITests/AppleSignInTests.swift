@@ -338,6 +338,27 @@ struct AppleSignInTests {
         }
     }
 
+    @Test("signUp by someone else, then the owner's Apple sign-in: needConfirmation; the password account never gets the Apple identity")
+    func passwordSquatterGetsNoAppleLink() async throws {
+        let fake = try await FakeApple.start(clientIDs: [Self.bundleID])
+        defer { Task { await fake.stop() } }
+        let harness = try Self.harness(fake)
+        try await harness.run { client, _ in
+            let squatter = try await PasswordAccountTests.signUp(client, "gina@example.com", "squatter-pw")
+            #expect(squatter.status == 200)
+            let nonce = Self.nonce()
+            let answer = try await Self.signIn(
+                client,
+                token: fake.identityToken(subject: "001.gina", audience: Self.bundleID, rawNonce: nonce, email: "gina@example.com"),
+                nonce: nonce)
+            #expect(answer.json["needConfirmation"] as? Bool == true)
+            #expect(answer.string("idToken") == nil && answer.string("localId") == nil)
+            let again = try await PasswordAccountTests.signIn(client, "gina@example.com", "squatter-pw")
+            let identities = (Self.claims(again.string("idToken"))["firebase"] as? [String: Any])?["identities"] as? [String: Any]
+            #expect(identities?["apple.com"] == nil, "the squatter's account has no Apple identity")
+        }
+    }
+
     @Test("pre-hijacking through Apple: an Apple account claiming an address unverified loses it, and its link, to the owner's email link")
     func appleAccountLosesUnprovenAddress() async throws {
         let fake = try await FakeApple.start(clientIDs: [Self.bundleID])
