@@ -12,12 +12,12 @@ struct HeraldBenchCommand: AsyncParsableCommand {
         version: BuildInfo.versionLine,
         subcommands: [
             All.self, Performance.self, Spine.self, Limits.self, Store.self, Worker.self, Throttle.self, Push.self, Email.self, Profile.self,
-            Instructions.self, Pair.self, WorkerPair.self, Providers.self,
+            Instructions.self, Pair.self, WorkerPair.self, Providers.self, Passwords.self,
         ],
         defaultSubcommand: All.self)
 
     struct All: Suite {
-        static let configuration = CommandConfiguration(abstract: "performance, then push, email and providers.")
+        static let configuration = CommandConfiguration(abstract: "performance, then push, email, providers and passwords.")
         @OptionGroup var bench: Bench
         func measure() async throws {
             try await bench.performance()
@@ -25,7 +25,15 @@ struct HeraldBenchCommand: AsyncParsableCommand {
             try await bench.emailThroughput()
             try await bench.failover()
             try await bench.adapterCost()
+            try await bench.passwordSignIns()
         }
+    }
+
+    struct Passwords: Suite {
+        static let configuration = CommandConfiguration(
+            abstract: "signInWithPassword per second on one core and its CPU; sendVerificationCode's answer p99 beside a burst of sign-ins.")
+        @OptionGroup var bench: Bench
+        func measure() async throws { try await bench.passwordSignIns() }
     }
 
     struct Providers: Suite {

@@ -93,4 +93,42 @@ struct PasswordHashTests {
         let bcrypt = try PasswordImport(hashAlgorithm: "BCRYPT") { _ in nil }
         #expect(throws: ImportProblem.self) { try bcrypt.stored(hash: Array("not bcrypt".utf8), salt: []) }
     }
+
+    @Test("the hash lane runs at most its permits at once and every queued hash still runs")
+    func lane() async throws {
+        let lane = HashLane(permits: 2)
+        let state = LaneCount()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await lane.run {
+                        state.withLock {
+                            $0.now += 1
+                            $0.most = max($0.most, $0.now)
+                        }
+                        usleep(20_000)
+                        state.withLock {
+                            $0.now -= 1
+                            $0.done += 1
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let (most, done) = state.withLock { ($0.most, $0.done) }
+        #expect(most == 2 && done == 8)
+    }
+}
+
+/// What the lane test counts, shared by its tasks and the hashing threads.
+private final class LaneCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = (now: 0, most: 0, done: 0)
+
+    func withLock<T>(_ body: (inout (now: Int, most: Int, done: Int)) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
 }

@@ -11,8 +11,10 @@ import HeraldCore
 ///
 /// Every hash runs on a thread of its own: PBKDF2 is about 0.1 s of CPU (seconds in a debug build), and
 /// on Swift's cooperative pool (one thread per core) it would hold up every other request for as long.
+/// At most one hash per core runs at a time (`HashLane`).
 enum PasswordHash {
     static let rounds = 210_000
+    static let lane = HashLane(permits: ProcessInfo.processInfo.activeProcessorCount)
 
     /// A hash of a password nobody has, with Herald's parameters: an unknown address is checked against
     /// it so that it takes as long as a known one.
@@ -20,7 +22,7 @@ enum PasswordHash {
         digest: .sha256, rounds: rounds, salt: Array(repeating: 0x5A, count: 16), hash: Array(repeating: 0, count: 32))
 
     static func make(_ password: String) async throws -> String {
-        try await onOwnThread { try hash(password) }
+        try await lane.run { try hash(password) }
     }
 
     static func hash(_ password: String) throws -> String {
@@ -32,7 +34,7 @@ enum PasswordHash {
     /// True when `password` matches `stored`; false for a mismatch, an unreadable hash, or one Herald
     /// cannot verify.
     static func verify(_ password: String, against stored: StoredPassword) async -> Bool {
-        (try? await onOwnThread { matches(password, stored) }) ?? false
+        (try? await lane.run { matches(password, stored) }) ?? false
     }
 
     /// Whether a matching hash should become Herald's own (any other algorithm or parameters).
