@@ -111,6 +111,27 @@ struct PasswordAccountTests {
         }
     }
 
+    @Test("a password user with a second factor gets mfaPendingCredential and no tokens")
+    func secondFactor() async throws {
+        let harness = try APIHarness()
+        try await harness.run { client, _ in
+            let created = try await Self.signUp(client, "mfa@example.com", "mfa-secret")
+            let localID = try #require(created.string("localId"))
+            try await harness.withStore { store in
+                try await store.addMFAEnrollment(
+                    MFAEnrollment(enrollmentID: "enrollment-1", phoneNumber: "+15555550123", displayName: "work", enrolledAt: Date()),
+                    projectID: TestConfiguration.projectID, localID: localID)
+            }
+            let signedIn = try await Self.signIn(client, "mfa@example.com", "mfa-secret")
+            #expect(signedIn.status == 200, "\(signedIn.errorMessage ?? "")")
+            #expect(signedIn.string("idToken") == nil && signedIn.string("refreshToken") == nil)
+            #expect(signedIn.string("mfaPendingCredential") != nil)
+            let factors = try #require(signedIn.json["mfaInfo"] as? [[String: Any]])
+            #expect(factors.first?["mfaEnrollmentId"] as? String == "enrollment-1")
+            #expect((factors.first?["phoneInfo"] as? String)?.contains("*") == true, "the number is masked")
+        }
+    }
+
     @Test("anonymous signUp, and signUp with its idToken upgrades the same user to a password account")
     func anonymousUpgrade() async throws {
         let harness = try APIHarness()
