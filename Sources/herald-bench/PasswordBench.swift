@@ -5,9 +5,11 @@ import HeraldTesting
 extension Bench {
     /// Password sign-ins: (w) signInWithPassword per second with herald-api held to one core, and the
     /// CPU each costs (nearly all of it the PBKDF2 hash); then (w) sendVerificationCode's answer times at
-    /// a fixed rate, alone and beside a burst of password sign-ins 32 at a time. The hashes run on their
-    /// own threads (at most one per core), so the sends' event loops and the cooperative pool keep
-    /// their share of the machine.
+    /// a fixed rate: alone, beside busy loops at nice 19 in another process, and beside a burst of
+    /// password sign-ins 32 at a time. The hashes run on their own threads (at most one per core, at
+    /// nice 19), never on the cooperative pool, so a send never waits for a hash; the busy loops show
+    /// what cores busy at that priority cost a send on the machine at hand, the floor the burst is
+    /// compared with.
     func passwordSignIns() async throws {
         let limits =
             #"{perNumber: [], perIP: [], perProject: [], checksPerNumber: [], passwordSignInsPerAccount: [], passwordSignInsPerIP: [], signUpsPerIP: [], pumping: {enabled: false}}"#
@@ -40,8 +42,18 @@ extension Bench {
                     cpu / Double(max(ok, 1)) * 1000))
             _ = Self.pin(pid, to: "0-\(ProcessInfo.processInfo.activeProcessorCount - 1)")
 
-            // Sends alone, then beside a burst of sign-ins.
+            // Sends alone; beside busy loops at the hash threads' priority in another process (what
+            // busy cores alone cost a send on this machine); then beside a burst of sign-ins.
             let quiet = try await sendAnswerTimes(stack, offset: 0)
+            let loops = try Self.busyLoops(ProcessInfo.processInfo.activeProcessorCount)
+            let busy: (p50: Double, p99: Double)
+            do {
+                busy = try await sendAnswerTimes(stack, offset: 500_000)
+                Self.stop(loops)
+            } catch {
+                Self.stop(loops)
+                throw error
+            }
             let burst = Locked(true)
             let burstCount = Locked(0)
             let (loud, _) = try await withThrowingTaskGroup(of: Void.self, returning: ((p50: Double, p99: Double), Void).self) { group in
@@ -60,6 +72,10 @@ extension Bench {
                 return (times, ())
             }
             print(String(format: "(w) sendVerificationCode answer alone: p50 %.1f ms, p99 %.1f ms", quiet.p50, quiet.p99))
+            print(
+                String(
+                    format: "(w) sendVerificationCode answer beside %d busy loops at nice 19 in another process: p50 %.1f ms, p99 %.1f ms",
+                    loops.count, busy.p50, busy.p99))
             print(
                 String(
                     format: "(w) sendVerificationCode answer beside 32 password sign-ins in flight (%d signed in): p50 %.1f ms, p99 %.1f ms",
@@ -91,6 +107,27 @@ extension Bench {
         }
         let all = times.withLock { $0 }
         return (Self.percentile(all, 0.5), Self.percentile(all, 0.99))
+    }
+
+    /// `count` shell loops that spin at nice 19 until terminated.
+    static func busyLoops(_ count: Int) throws -> [Process] {
+        try (0..<count).map { _ in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
+            process.arguments = ["-n", "19", "/bin/sh", "-c", "while :; do :; done"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+    }
+
+    /// SIGKILL: a child inherits this process's blocked signals, SIGTERM among them.
+    static func stop(_ processes: [Process]) {
+        for process in processes {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     /// `taskset -a -p -c <cpus> <pid>`: every thread of the process; false when taskset is missing or refused.

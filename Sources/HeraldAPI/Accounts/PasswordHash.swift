@@ -9,9 +9,9 @@ import HeraldCore
 /// Imported ones are checked in the algorithm they came in; `needsRehash` says when a successful
 /// sign-in should replace one with Herald's.
 ///
-/// Every hash runs on a thread of its own: PBKDF2 is about 0.1 s of CPU (seconds in a debug build), and
+/// Every hash runs on a thread of its own: PBKDF2 is about 22 ms of CPU (seconds in a debug build), and
 /// on Swift's cooperative pool (one thread per core) it would hold up every other request for as long.
-/// At most one hash per core runs at a time (`HashLane`).
+/// At most one hash per core runs at a time, at the lowest priority (`HashLane`).
 enum PasswordHash {
     static let rounds = 210_000
     static let lane = HashLane(permits: ProcessInfo.processInfo.activeProcessorCount)
