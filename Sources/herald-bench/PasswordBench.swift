@@ -109,7 +109,7 @@ extension Bench {
         return (Self.percentile(all, 0.5), Self.percentile(all, 0.99))
     }
 
-    /// `count` shell loops that spin at nice 19 until terminated.
+    /// `count` shell loops that spin at nice 19 until `stop`ped.
     static func busyLoops(_ count: Int) throws -> [Process] {
         try (0..<count).map { _ in
             let process = Process()

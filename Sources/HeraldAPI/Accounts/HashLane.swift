@@ -48,7 +48,8 @@ actor HashLane {
     }
 
     /// Linux gives each thread its own nice value, and `setpriority` with `who` 0 sets the calling
-    /// thread's, not the process's. The thread is used for one hash and then ends, so nothing else ever runs at this priority.
+    /// thread's, not the process's. The thread is used for one hash and then ends, so nothing else ever
+    /// runs at this priority.
     private nonisolated static func yieldTheCore() {
         #if os(Linux)
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
